@@ -1,0 +1,85 @@
+/*
+ * fdtable.c - the per-descriptor table (see fdtable.h for why it looks so).
+ *
+ * Chunks come from mmap(), not malloc(): socket() and accept() are
+ * async-signal-safe and so must be what they call.  Two threads that race to
+ * create the same chunk agree through compare-and-swap; the loser unmaps its
+ * copy.  Errno is preserved on every path.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <sys/mman.h>
+
+#include "fdtable.h"
+
+_Atomic(struct smcr_fd_slot *) smcr_fd_chunks[SMCR_FD_CHUNKS];
+
+static struct smcr_fd_slot *slot_of(int fd, bool create)
+{
+	if ((unsigned int)fd >= SMCR_FD_MAX)
+		return NULL;
+	_Atomic(struct smcr_fd_slot *) *top = &smcr_fd_chunks[(unsigned int)fd >> SMCR_FD_CHUNK_BITS];
+	struct smcr_fd_slot *chunk = atomic_load_explicit(top, memory_order_acquire);
+
+	if (!chunk && create) {
+		const size_t bytes = SMCR_FD_CHUNK_SLOTS * sizeof(struct smcr_fd_slot);
+		int saved_errno = errno;
+		struct smcr_fd_slot *fresh = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+						  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		errno = saved_errno;
+		if (fresh == MAP_FAILED)
+			return NULL;
+		if (atomic_compare_exchange_strong_explicit(top, &chunk, fresh,
+							    memory_order_acq_rel,
+							    memory_order_acquire)) {
+			chunk = fresh;
+		} else {
+			munmap(fresh, bytes);        /* another thread won; chunk is its */
+			errno = saved_errno;
+		}
+	}
+	return chunk ? &chunk[fd & (SMCR_FD_CHUNK_SLOTS - 1)] : NULL;
+}
+
+bool smcr_fd_set(int fd, enum smcr_fd_state state)
+{
+	struct smcr_fd_slot *slot = slot_of(fd, true);
+
+	if (!slot)
+		return false;
+	atomic_store_explicit(&slot->state, state, memory_order_relaxed);
+	return true;
+}
+
+void smcr_fd_forget(int fd)
+{
+	struct smcr_fd_slot *slot = slot_of(fd, false);
+
+	if (slot)
+		atomic_store_explicit(&slot->state, SMCR_FD_UNKNOWN, memory_order_relaxed);
+}
+
+void smcr_fd_forget_range(unsigned int first, unsigned int last)
+{
+	if (last >= SMCR_FD_MAX)
+		last = SMCR_FD_MAX - 1;
+	for (unsigned int fd = first; fd <= last; fd++) {
+		if ((fd & (SMCR_FD_CHUNK_SLOTS - 1)) == 0 &&
+		    !atomic_load_explicit(&smcr_fd_chunks[fd >> SMCR_FD_CHUNK_BITS],
+					  memory_order_acquire)) {
+			fd += SMCR_FD_CHUNK_SLOTS - 1;      /* skip a chunk never used */
+			continue;
+		}
+		smcr_fd_forget((int)fd);
+	}
+}
+
+void smcr_fd_copy(int oldfd, int newfd)
+{
+	enum smcr_fd_state state = smcr_fd_get(oldfd);
+
+	if (state == SMCR_FD_UNKNOWN)
+		smcr_fd_forget(newfd);
+	else
+		smcr_fd_set(newfd, state);
+}

@@ -1,0 +1,30 @@
+/*
+ * init.c - libsmcr's start and end inside the application's process.
+ *
+ * Start: read the logging settings and arrange for forked children to count
+ * their own traffic.  End: at SMCR_LOG=info, one line saying what was seen.
+ * Nothing here may print at the default level or change the process.
+ */
+#include <errno.h>
+#include <pthread.h>
+
+#include "log.h"
+#include "stats.h"
+
+__attribute__((constructor)) static void smcr_init(void)
+{
+	smcr_log_init();
+	pthread_atfork(NULL, NULL, smcr_stats_reset);
+	smcr_log(SMCR_LOG_DEBUG, "loaded into %s", program_invocation_short_name);
+}
+
+__attribute__((destructor)) static void smcr_fini(void)
+{
+	char summary[256];
+
+	if (smcr_log_level < SMCR_LOG_INFO)
+		return;
+	smcr_stats_format(summary, sizeof(summary));
+	smcr_log(SMCR_LOG_INFO, "%s: %s (passthrough: no connection used SMC)",
+		 program_invocation_short_name, summary);
+}

@@ -1,0 +1,262 @@
+/*
+ * preload_sock.c - interposed socket lifecycle calls: creation, connection,
+ * duplication, control and close.
+ *
+ * Each call is the C library's own, made first; around it libsmcr keeps the
+ * descriptor table (fdtable.h) true, so that the data and readiness calls can
+ * tell a TCP connection from everything else in O(1).  Results and errno are
+ * exactly the C library's.  Sockets libsmcr did not see being created
+ * (inherited over exec, received with SCM_RIGHTS) are classified with
+ * getsockopt() the first time they listen, connect or accept.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+
+#include "fdtable.h"
+#include "log.h"
+#include "real.h"
+#include "stats.h"
+
+static bool tcp_socket_args(int domain, int type, int protocol)
+{
+	return (domain == AF_INET || domain == AF_INET6) &&
+	       (type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) == SOCK_STREAM &&
+	       (protocol == 0 || protocol == IPPROTO_TCP);
+}
+
+/* What fd is, asking the kernel if the table does not know yet. */
+static enum smcr_fd_state classify(int fd)
+{
+	enum smcr_fd_state state = smcr_fd_get(fd);
+	int saved_errno = errno, domain, type, protocol;
+	socklen_t len = sizeof(int);
+
+	if (state != SMCR_FD_UNKNOWN)
+		return state;
+	if (REAL(getsockopt)(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
+	    REAL(getsockopt)(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+	    REAL(getsockopt)(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) == 0)
+		state = tcp_socket_args(domain, type, protocol) ? SMCR_FD_TCP : SMCR_FD_OTHER;
+	else if (errno == ENOTSOCK)
+		state = SMCR_FD_OTHER;
+	errno = saved_errno;
+	if (state != SMCR_FD_UNKNOWN)
+		smcr_fd_set(fd, state);
+	return state;
+}
+
+int socket(int domain, int type, int protocol)
+{
+	int fd = REAL(socket)(domain, type, protocol);
+
+	if (fd >= 0)
+		smcr_fd_set(fd, tcp_socket_args(domain, type, protocol) ? SMCR_FD_TCP
+									: SMCR_FD_OTHER);
+	return fd;
+}
+
+int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	return REAL(bind)(fd, addr, len);
+}
+
+int listen(int fd, int backlog)
+{
+	int rc = REAL(listen)(fd, backlog);
+
+	if (rc == 0 && smcr_fd_state_is_tcp(classify(fd)) &&
+	    smcr_fd_get(fd) != SMCR_FD_TCP_LISTENER) {
+		smcr_fd_set(fd, SMCR_FD_TCP_LISTENER);
+		smcr_stat_add(tcp_listeners, 1);
+		smcr_log(SMCR_LOG_DEBUG, "fd %d: TCP listener", fd);
+	}
+	return rc;
+}
+
+/* After accept() on lfd returned fd. */
+static void accepted(int lfd, int fd, const struct sockaddr *addr, const socklen_t *len)
+{
+	if (!smcr_fd_state_is_tcp(classify(lfd))) {
+		smcr_fd_set(fd, SMCR_FD_OTHER);
+		return;
+	}
+	smcr_fd_set(fd, SMCR_FD_TCP_SERVER);
+	smcr_stat_add(tcp_servers, 1);
+	if (smcr_debugging()) {
+		struct sockaddr_storage peer;
+		socklen_t peer_len = sizeof(peer);
+		char name[64];
+		if (!addr) {
+			int saved_errno = errno;
+			if (REAL(getpeername)(fd, (struct sockaddr *)&peer, &peer_len) != 0)
+				peer_len = 0;
+			errno = saved_errno;
+			addr = (struct sockaddr *)&peer;
+			len = &peer_len;
+		}
+		smcr_log(SMCR_LOG_DEBUG, "fd %d: TCP connection from %s accepted on fd %d", fd,
+			 smcr_sockaddr_str(addr, *len, name, sizeof(name)), lfd);
+	}
+}
+
+int accept(int lfd, struct sockaddr *addr, socklen_t *len)
+{
+	int fd = REAL(accept)(lfd, addr, len);
+
+	if (fd >= 0)
+		accepted(lfd, fd, addr, len);
+	return fd;
+}
+
+int accept4(int lfd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	int fd = REAL(accept4)(lfd, addr, len, flags);
+
+	if (fd >= 0)
+		accepted(lfd, fd, addr, len);
+	return fd;
+}
+
+int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	int rc = REAL(connect)(fd, addr, len);
+
+	if (rc != 0 && errno != EINPROGRESS)
+		return rc;
+	enum smcr_fd_state state = classify(fd);
+	if (!smcr_fd_state_is_tcp(state))
+		return rc;
+	if (addr && addr->sa_family == AF_UNSPEC) {        /* disconnect */
+		smcr_fd_set(fd, SMCR_FD_TCP);
+	} else if (state != SMCR_FD_TCP_CLIENT) {
+		smcr_fd_set(fd, SMCR_FD_TCP_CLIENT);
+		smcr_stat_add(tcp_clients, 1);
+		if (smcr_debugging()) {
+			char name[64];
+			smcr_log(SMCR_LOG_DEBUG, "fd %d: TCP connect to %s%s", fd,
+				 smcr_sockaddr_str(addr, len, name, sizeof(name)),
+				 rc ? " in progress" : "");
+		}
+	}
+	return rc;
+}
+
+int shutdown(int fd, int how)
+{
+	return REAL(shutdown)(fd, how);
+}
+
+int close(int fd)
+{
+	/* Forget first: the number is free for other threads once the kernel has it. */
+	smcr_fd_forget(fd);
+	return REAL(close)(fd);
+}
+
+int close_range(unsigned int first, unsigned int last, int flags)
+{
+	int rc = REAL(close_range)(first, last, flags);
+
+	if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
+		smcr_fd_forget_range(first, last);
+	return rc;
+}
+
+void closefrom(int lowfd)
+{
+	if (lowfd >= 0)
+		smcr_fd_forget_range((unsigned int)lowfd, ~0u);
+	REAL(closefrom)(lowfd);
+}
+
+int dup(int oldfd)
+{
+	int fd = REAL(dup)(oldfd);
+
+	if (fd >= 0)
+		smcr_fd_copy(oldfd, fd);
+	return fd;
+}
+
+int dup2(int oldfd, int newfd)
+{
+	int fd = REAL(dup2)(oldfd, newfd);
+
+	if (fd >= 0 && oldfd != newfd)
+		smcr_fd_copy(oldfd, fd);
+	return fd;
+}
+
+int dup3(int oldfd, int newfd, int flags)
+{
+	int fd = REAL(dup3)(oldfd, newfd, flags);
+
+	if (fd >= 0)
+		smcr_fd_copy(oldfd, fd);
+	return fd;
+}
+
+/*
+ * fcntl's third argument is an int, a long or a pointer depending on cmd;
+ * like the C library, take it as a pointer-sized value and pass it on.
+ */
+static int fcntl_with(smcr_real_fcntl_t real, int fd, int cmd, void *arg)
+{
+	int rc = real(fd, cmd, arg);
+
+	if (rc >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+		smcr_fd_copy(fd, rc);
+	return rc;
+}
+
+int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return fcntl_with(REAL(fcntl), fd, cmd, arg);
+}
+
+int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return fcntl_with(REAL(fcntl64), fd, cmd, arg);
+}
+
+int ioctl(int fd, unsigned long request, ...)
+{
+	va_list ap;
+	va_start(ap, request);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return REAL(ioctl)(fd, request, arg);
+}
+
+int getsockopt(int fd, int level, int name, void *value, socklen_t *len)
+{
+	return REAL(getsockopt)(fd, level, name, value, len);
+}
+
+int setsockopt(int fd, int level, int name, const void *value, socklen_t len)
+{
+	return REAL(setsockopt)(fd, level, name, value, len);
+}
+
+int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return REAL(getsockname)(fd, addr, len);
+}
+
+int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return REAL(getpeername)(fd, addr, len);
+}

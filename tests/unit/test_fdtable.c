@@ -1,0 +1,144 @@
+/* Unit tests of the per-descriptor table (libsmcr/fdtable.c). */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "fdtable.h"
+
+static int reset(void **state)
+{
+	(void)state;
+	smcr_fd_forget_range(0, SMCR_FD_MAX - 1);
+	return 0;
+}
+
+static void unknown_until_set(void **state)
+{
+	(void)state;
+	assert_int_equal(smcr_fd_get(7), SMCR_FD_UNKNOWN);
+	assert_true(smcr_fd_set(7, SMCR_FD_TCP_CLIENT));
+	assert_int_equal(smcr_fd_get(7), SMCR_FD_TCP_CLIENT);
+	assert_true(smcr_fd_is_tcp(7));
+	assert_int_equal(smcr_fd_get(6), SMCR_FD_UNKNOWN);
+	assert_int_equal(smcr_fd_get(8), SMCR_FD_UNKNOWN);
+}
+
+static void tcp_states(void **state)
+{
+	(void)state;
+	assert_false(smcr_fd_state_is_tcp(SMCR_FD_UNKNOWN));
+	assert_false(smcr_fd_state_is_tcp(SMCR_FD_OTHER));
+	assert_true(smcr_fd_state_is_tcp(SMCR_FD_TCP));
+	assert_true(smcr_fd_state_is_tcp(SMCR_FD_TCP_LISTENER));
+	assert_true(smcr_fd_state_is_tcp(SMCR_FD_TCP_CLIENT));
+	assert_true(smcr_fd_state_is_tcp(SMCR_FD_TCP_SERVER));
+}
+
+static void out_of_range_is_untracked(void **state)
+{
+	(void)state;
+	errno = 1234;
+	assert_false(smcr_fd_set(-1, SMCR_FD_TCP));
+	assert_false(smcr_fd_set((int)SMCR_FD_MAX, SMCR_FD_TCP));
+	assert_int_equal(smcr_fd_get(-1), SMCR_FD_UNKNOWN);
+	assert_int_equal(smcr_fd_get((int)SMCR_FD_MAX), SMCR_FD_UNKNOWN);
+	smcr_fd_forget(-5);
+	assert_int_equal(errno, 1234);
+}
+
+static void chunk_edges(void **state)
+{
+	(void)state;
+	const int last = (int)SMCR_FD_MAX - 1, edge = (int)SMCR_FD_CHUNK_SLOTS;
+	errno = 4321;
+	assert_true(smcr_fd_set(last, SMCR_FD_TCP_SERVER));
+	assert_true(smcr_fd_set(edge - 1, SMCR_FD_OTHER));
+	assert_true(smcr_fd_set(edge, SMCR_FD_TCP));
+	assert_int_equal(errno, 4321);                  /* allocation keeps errno */
+	assert_int_equal(smcr_fd_get(last), SMCR_FD_TCP_SERVER);
+	assert_int_equal(smcr_fd_get(edge - 1), SMCR_FD_OTHER);
+	assert_int_equal(smcr_fd_get(edge), SMCR_FD_TCP);
+	assert_int_equal(smcr_fd_get(last - 1), SMCR_FD_UNKNOWN);
+}
+
+static void forget_and_copy(void **state)
+{
+	(void)state;
+	smcr_fd_set(3, SMCR_FD_TCP_LISTENER);
+	smcr_fd_copy(3, 10);                       /* dup */
+	assert_int_equal(smcr_fd_get(10), SMCR_FD_TCP_LISTENER);
+	smcr_fd_set(11, SMCR_FD_TCP_CLIENT);
+	smcr_fd_copy(12, 11);                      /* dup2 of an unknown fd onto a known one */
+	assert_int_equal(smcr_fd_get(11), SMCR_FD_UNKNOWN);
+	smcr_fd_forget(3);
+	assert_int_equal(smcr_fd_get(3), SMCR_FD_UNKNOWN);
+	assert_int_equal(smcr_fd_get(10), SMCR_FD_TCP_LISTENER);
+}
+
+static void forget_range(void **state)
+{
+	(void)state;
+	for (int fd = 0; fd < 20; fd++)
+		smcr_fd_set(fd, SMCR_FD_TCP);
+	smcr_fd_set((int)SMCR_FD_CHUNK_SLOTS * 3 + 5, SMCR_FD_TCP);
+	smcr_fd_forget_range(5, 9);
+	for (int fd = 0; fd < 20; fd++)
+		assert_int_equal(smcr_fd_get(fd), fd >= 5 && fd <= 9 ? SMCR_FD_UNKNOWN : SMCR_FD_TCP);
+	smcr_fd_forget_range(15, ~0u);             /* closefrom(15) */
+	assert_int_equal(smcr_fd_get(14), SMCR_FD_TCP);
+	assert_int_equal(smcr_fd_get(15), SMCR_FD_UNKNOWN);
+	assert_int_equal(smcr_fd_get((int)SMCR_FD_CHUNK_SLOTS * 3 + 5), SMCR_FD_UNKNOWN);
+}
+
+/* Threads creating the same chunk at once must all see their own writes. */
+struct racer {
+	int first;
+	pthread_barrier_t *start;
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	pthread_barrier_wait(r->start);
+	for (int i = 0; i < 64; i++)
+		smcr_fd_set(r->first + i * 4, SMCR_FD_TCP_SERVER);
+	return NULL;
+}
+
+static void concurrent_first_use(void **state)
+{
+	(void)state;
+	for (int round = 0; round < 20; round++) {
+		const int base = (int)SMCR_FD_CHUNK_SLOTS * (10 + round);
+		pthread_barrier_t start;
+		pthread_t threads[4];
+		struct racer racers[4];
+		pthread_barrier_init(&start, NULL, 4);
+		for (int t = 0; t < 4; t++) {
+			racers[t] = (struct racer){ .first = base + t, .start = &start };
+			pthread_create(&threads[t], NULL, race, &racers[t]);
+		}
+		for (int t = 0; t < 4; t++)
+			pthread_join(threads[t], NULL);
+		pthread_barrier_destroy(&start);
+		for (int fd = base; fd < base + 256; fd++)
+			assert_int_equal(smcr_fd_get(fd), SMCR_FD_TCP_SERVER);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(unknown_until_set, reset),
+		cmocka_unit_test_setup(tcp_states, reset),
+		cmocka_unit_test_setup(out_of_range_is_untracked, reset),
+		cmocka_unit_test_setup(chunk_edges, reset),
+		cmocka_unit_test_setup(forget_and_copy, reset),
+		cmocka_unit_test_setup(forget_range, reset),
+		cmocka_unit_test_setup(concurrent_first_use, reset),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

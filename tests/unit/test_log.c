@@ -1,0 +1,115 @@
+/* Unit tests of libsmcr's logging (libsmcr/log.c) and statistics line (stats.c). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "log.h"
+#include "stats.h"
+
+static void parse_levels(void **state)
+{
+	(void)state;
+	assert_int_equal(smcr_log_parse_level("error"), SMCR_LOG_ERROR);
+	assert_int_equal(smcr_log_parse_level("warn"), SMCR_LOG_WARN);
+	assert_int_equal(smcr_log_parse_level("info"), SMCR_LOG_INFO);
+	assert_int_equal(smcr_log_parse_level("debug"), SMCR_LOG_DEBUG);
+	assert_int_equal(smcr_log_parse_level("DEBUG"), -1);
+	assert_int_equal(smcr_log_parse_level("warning"), -1);
+	assert_int_equal(smcr_log_parse_level(""), -1);
+}
+
+static void env_sets_level(void **state)
+{
+	(void)state;
+	setenv("SMCR_LOG", "info", 1);
+	smcr_log_init();
+	assert_int_equal(smcr_log_level, SMCR_LOG_INFO);
+	setenv("SMCR_LOG", "loud", 1);            /* refused: level unchanged */
+	smcr_log_init();
+	assert_int_equal(smcr_log_level, SMCR_LOG_INFO);
+	unsetenv("SMCR_LOG");
+	smcr_log_level = SMCR_LOG_ERROR;
+}
+
+static void line_format(void **state)
+{
+	(void)state;
+	char buf[64];
+	size_t len = smcr_log_format(buf, sizeof(buf), 42, SMCR_LOG_WARN, "x=%d", 7);
+	assert_string_equal(buf, "libsmcr[42]: warn: x=7\n");
+	assert_int_equal(len, strlen(buf));
+}
+
+static void long_line_truncated_with_newline(void **state)
+{
+	(void)state;
+	char buf[32], text[100];
+	memset(text, 'a', sizeof(text) - 1);
+	text[sizeof(text) - 1] = '\0';
+	size_t len = smcr_log_format(buf, sizeof(buf), 1, SMCR_LOG_ERROR, "%s", text);
+	assert_int_equal(len, sizeof(buf) - 1);
+	assert_int_equal(buf[len - 1], '\n');
+	assert_int_equal(buf[len], '\0');
+}
+
+static void logging_keeps_errno(void **state)
+{
+	(void)state;
+	errno = EADDRINUSE;
+	smcr_log_write(SMCR_LOG_DEBUG, "test line from %s", "test_log");
+	assert_int_equal(errno, EADDRINUSE);
+}
+
+static void sockaddr_names(void **state)
+{
+	(void)state;
+	char buf[64];
+	struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons(80) };
+	struct sockaddr_in6 in6 = { .sin6_family = AF_INET6, .sin6_port = htons(443),
+				    .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	inet_pton(AF_INET, "127.0.0.1", &in.sin_addr);
+	assert_string_equal(smcr_sockaddr_str((void *)&in, sizeof(in), buf, sizeof(buf)),
+			    "127.0.0.1:80");
+	assert_string_equal(smcr_sockaddr_str((void *)&in6, sizeof(in6), buf, sizeof(buf)),
+			    "[::1]:443");
+	assert_string_equal(smcr_sockaddr_str((void *)&in6, 8, buf, sizeof(buf)), "?");
+	assert_string_equal(smcr_sockaddr_str(NULL, 0, buf, sizeof(buf)), "?");
+}
+
+static void stats_line_and_reset(void **state)
+{
+	(void)state;
+	char buf[256];
+	smcr_stat_add(tcp_listeners, 1);
+	smcr_stat_add(tcp_clients, 2);
+	smcr_stat_add(tcp_servers, 3);
+	smcr_stat_add(tcp_bytes_in, 10);
+	smcr_stat_add(tcp_bytes_out, 20);
+	smcr_stats_format(buf, sizeof(buf));
+	assert_string_equal(buf, "tcp: 1 listener, 2 client, 3 server connections; "
+				 "10 bytes in, 20 out");
+	smcr_stats_reset();
+	smcr_stats_format(buf, sizeof(buf));
+	assert_string_equal(buf, "tcp: 0 listener, 0 client, 0 server connections; "
+				 "0 bytes in, 0 out");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(parse_levels),
+		cmocka_unit_test(env_sets_level),
+		cmocka_unit_test(line_format),
+		cmocka_unit_test(long_line_truncated_with_newline),
+		cmocka_unit_test(logging_keeps_errno),
+		cmocka_unit_test(sockaddr_names),
+		cmocka_unit_test(stats_line_and_reset),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
