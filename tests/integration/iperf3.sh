@@ -1,0 +1,90 @@
+#!/bin/bash
+# iperf3.sh BUILD_DIR - iperf3 transfers exactly 100 MiB, client to server
+# (write), client to server with -Z (sendfile) and server to client (-R), once
+# plainly and once with client and server under libsmcr.so.  Both ends must
+# report exactly the requested bytes sent and received (JSON) in both modes.
+# Under the preload, libsmcr must have been in both programs and seen the
+# control and data connections, and its byte counters must match what iperf3
+# moved: the receiver's "bytes in" at least the received payload and at most a
+# little more (the control connection), and the same for the sender's "bytes
+# out"; what one end's libsmcr counted out, the other's counted in.
+. "$(dirname "$0")/lib.sh"
+need iperf3
+
+BYTES=$((100 * 1024 * 1024))
+SLACK=65536     # control connection traffic around the payload
+
+# json FILE: "SENT RECEIVED" from an iperf3 JSON report (sum_sent.bytes and
+# sum_received.bytes), or "error: ..." if the test failed.
+json() {
+	"$PY" -c '
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("error: no JSON report:", e); sys.exit()
+if "error" in d:
+    print("error:", d["error"]); sys.exit()
+e = d["end"]
+print(e["sum_sent"]["bytes"], e["sum_received"]["bytes"])' "$1"
+}
+
+# within WHAT COUNTER PAYLOAD: PAYLOAD <= COUNTER <= PAYLOAD + SLACK
+within() {
+	if [ "${2:-0}" -ge "$3" ] 2>/dev/null && [ "$2" -le $(($3 + SLACK)) ]; then
+		pass "$1: $2 (payload $3)"
+	else
+		fail "$1: ${2:-none}, expected payload $3 plus at most $SLACK"
+	fi
+}
+
+port=15201
+for mode in plain smcr; do
+	for run in forward sendfile reverse; do
+		opts=()
+		case $run in
+			sendfile) opts=(-Z) ;;
+			reverse) opts=(-R) ;;
+		esac
+		name=$mode-$run
+		start_bg "server-$name" "$mode" iperf3 -s -1 -p "$port" -J
+		srv=$LAST_PID
+		wait_port "$port" || continue
+		run_mode "$mode" timeout 40 iperf3 -c 127.0.0.1 -p "$port" -n "$BYTES" -J "${opts[@]}" \
+			> "$WORK/client-$name.out" 2> "$WORK/client-$name.err"
+		expect_eq "$name: client exit status" "$?" 0
+		stop_bg "$srv" - 10
+		expect_eq "$name: server exit status" "$?" 0
+
+		expect_eq "$name: client report (sent received)" "$(json "$WORK/client-$name.out")" "$BYTES $BYTES"
+		# The server's report: sum_sent is 0 when it only receives.
+		if [ "$run" = reverse ]; then want="$BYTES $BYTES"; else want="0 $BYTES"; fi
+		expect_eq "$name: server report (sent received)" "$(json "$WORK/server-$name.out")" "$want"
+
+		cerr=$WORK/client-$name.err
+		serr=$WORK/server-$name.err
+		if [ "$mode" = plain ]; then
+			if grep -q libsmcr "$cerr" "$serr"; then fail "$name: libsmcr lines in the plain run"; fi
+			continue
+		fi
+		# A control connection and one data connection.
+		expect_eq "$name: client connects seen by libsmcr" "$(seen "$cerr" connect)" 2
+		expect_eq "$name: server accepts seen by libsmcr" "$(seen "$serr" accepted)" 2
+		read -r _ c_cli _ c_in c_out <<< "$(summary "$cerr" iperf3)"
+		read -r s_lis _ s_srv s_in s_out <<< "$(summary "$serr" iperf3 "$srv")"
+		expect_eq "$name: libsmcr summaries (client connections, listeners, server connections)" \
+			"${c_cli:-none} ${s_lis:-none} ${s_srv:-none}" "2 1 2"
+		if [ "$run" = reverse ]; then
+			within "$name: server libsmcr bytes out" "${s_out:-}" "$BYTES"
+			within "$name: client libsmcr bytes in" "${c_in:-}" "$BYTES"
+		else
+			within "$name: client libsmcr bytes out" "${c_out:-}" "$BYTES"
+			within "$name: server libsmcr bytes in" "${s_in:-}" "$BYTES"
+		fi
+		expect_eq "$name: client's libsmcr out = server's in" "${c_out:-none}" "${s_in:-}"
+		expect_eq "$name: server's libsmcr out = client's in" "${s_out:-none}" "${c_in:-}"
+		port=$((port + 0))
+	done
+	port=$((port + 1))
+done
+finish

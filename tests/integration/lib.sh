@@ -1,0 +1,129 @@
+# lib.sh - shared by the integration tests (sourced, not run).
+#
+# Each test runs real, unmodified programs twice: plainly and under
+# libsmcr.so, and compares.  Usage in a test: `. lib.sh "$1"` with the build
+# directory as $1.  Provides:
+#   $BIN, $LIB         build outputs
+#   $WORK              a scratch directory removed at exit
+#   run_mode MODE CMD  runs CMD plainly (MODE=plain) or under the preload with
+#                      SMCR_LOG=debug (MODE=smcr); stderr of the preloaded
+#                      process goes where the caller redirects it
+#   start_bg NAME MODE CMD...   starts a server in the background, its output in
+#                      $WORK/NAME.out / $WORK/NAME.err; killed at exit
+#   wait_port PORT     waits until something listens on 127.0.0.1:PORT
+#   stop_bg PID [SIG [SECS]]   stops such a server so that it exits cleanly
+#   summary FILE PROG [PID]    the counters of a libsmcr exit summary
+#   $PY                the distribution's python3
+#   pass MSG / fail MSG / finish
+set -u
+BUILD=$(cd "${1:?usage: $0 BUILD_DIR}" && pwd)
+BIN=$BUILD/bin
+LIB=$BUILD/lib/libsmcr.so
+WORK=$(mktemp -d /tmp/smcr-test.XXXXXX)
+FAILED=0
+BG_PIDS=()
+
+cleanup() {
+	for pid in "${BG_PIDS[@]}"; do
+		kill "$pid" 2>/dev/null
+	done
+	wait 2>/dev/null
+	if [ "$FAILED" = 0 ]; then
+		rm -rf "$WORK"
+	else
+		echo "(kept $WORK for inspection)"
+	fi
+}
+trap cleanup EXIT
+
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; FAILED=1; }
+finish() {
+	if [ "$FAILED" = 0 ]; then echo "$(basename "$0"): all passed"; exit 0; fi
+	echo "$(basename "$0"): FAILED"; exit 1
+}
+
+need() {
+	for prog in "$@"; do
+		command -v "$prog" >/dev/null || { echo "FAIL: $prog is not installed (run tools/install-deps.sh --test)"; exit 1; }
+	done
+}
+
+[ -r "$LIB" ] || { echo "FAIL: $LIB not built"; exit 1; }
+
+# The distribution's interpreter, not a version manager's wrapper script.
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+
+run_mode() {
+	local mode=$1; shift
+	if [ "$mode" = smcr ]; then
+		LD_PRELOAD=$LIB SMCR_LOG=debug "$@"
+	else
+		"$@"
+	fi
+}
+
+# The subshell execs the server, so that $LAST_PID is the server itself (the
+# pid in its libsmcr lines, and the process killed at exit).
+start_bg() {
+	local name=$1 mode=$2; shift 2
+	(
+		if [ "$mode" = smcr ]; then export LD_PRELOAD=$LIB SMCR_LOG=debug; fi
+		exec "$@"
+	) > "$WORK/$name.out" 2> "$WORK/$name.err" &
+	BG_PIDS+=($!)
+	LAST_PID=$!
+}
+
+# stop_bg PID [SIGNAL [SECONDS]]: sends SIGNAL (none if "-") to a server
+# started by start_bg and waits up to SECONDS (10) for it to exit, so that it
+# prints its libsmcr summary; then it is killed.  Returns its exit status.
+stop_bg() {
+	local pid=$1 sig=${2:-TERM} secs=${3:-10}
+	[ "$sig" = - ] || kill -s "$sig" "$pid" 2>/dev/null
+	for _ in $(seq 1 $((secs * 10))); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "FAIL: process $pid did not exit within ${secs}s"; FAILED=1
+		kill -9 "$pid" 2>/dev/null
+	fi
+	wait "$pid" 2>/dev/null
+}
+
+wait_port() {
+	for _ in $(seq 1 100); do
+		if (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; then return 0; fi
+		sleep 0.1
+	done
+	echo "FAIL: nothing listens on port $1"; FAILED=1; return 1
+}
+
+# The number of debug lines in FILE saying libsmcr saw a connection of KIND
+# (accepted|connect).
+seen() {
+	local kind=$2
+	case $kind in
+		accepted) grep -c 'TCP connection from .* accepted' "$1" ;;
+		connect) grep -c 'TCP connect to ' "$1" ;;
+	esac
+}
+
+# summary FILE PROG [PID]: the counters of the exit summary that PROG's
+# libsmcr (pid PID if given, else the last one) printed in FILE, as
+# "LISTENERS CLIENTS SERVERS BYTES_IN BYTES_OUT"; empty if there is none.
+summary() {
+	local pid=${3:-[0-9]+}
+	sed -nE "s/^libsmcr\[($pid)\]: info: $2: tcp: ([0-9]+) listener, ([0-9]+) client, ([0-9]+) server connections; ([0-9]+) bytes in, ([0-9]+) out.*/\2 \3 \4 \5 \6/p" "$1" | tail -n 1
+}
+
+# expect_at_least WHAT ACTUAL MIN
+expect_at_least() {
+	if [ "${2:-0}" -ge "$3" ] 2>/dev/null; then pass "$1: $2 (>= $3)"; else fail "$1: ${2:-none} (expected >= $3)"; fi
+}
+
+expect_eq() {
+	if [ "$2" = "$3" ]; then pass "$1: $2"; else fail "$1: got '$2', expected '$3'"; fi
+}

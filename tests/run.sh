@@ -1,0 +1,19 @@
+#!/bin/bash
+# run.sh - install what is missing, build, and run every test.
+#
+# Two builds: Release (everything, integration tests with real programs) and
+# ASan+UBSan (the unit tests under the sanitizers).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+tools/install-deps.sh --test
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake --build build -j"$jobs"
+
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSMCR_SANITIZE=ON > /dev/null
+cmake --build build-asan -j"$jobs"
+ctest --test-dir build-asan -L unit --output-on-failure
+
+ctest --test-dir build --output-on-failure -j"$jobs"
