@@ -51,12 +51,39 @@ bool smcr_fd_set(int fd, enum smcr_fd_state state)
 	return true;
 }
 
-void smcr_fd_forget(int fd)
+bool smcr_fd_claim(int fd, enum smcr_fd_state from, enum smcr_fd_state to)
+{
+	struct smcr_fd_slot *slot = slot_of(fd, false);
+	uint32_t expected = from;
+
+	return slot && atomic_compare_exchange_strong_explicit(&slot->state, &expected, to,
+							       memory_order_relaxed,
+							       memory_order_relaxed);
+}
+
+uint32_t smcr_fd_reason(int fd)
+{
+	struct smcr_fd_slot *slot = slot_of(fd, false);
+
+	return slot ? atomic_load_explicit(&slot->reason, memory_order_relaxed) : 0;
+}
+
+void smcr_fd_set_reason(int fd, uint32_t reason)
 {
 	struct smcr_fd_slot *slot = slot_of(fd, false);
 
 	if (slot)
+		atomic_store_explicit(&slot->reason, reason, memory_order_relaxed);
+}
+
+void smcr_fd_forget(int fd)
+{
+	struct smcr_fd_slot *slot = slot_of(fd, false);
+
+	if (slot) {
 		atomic_store_explicit(&slot->state, SMCR_FD_UNKNOWN, memory_order_relaxed);
+		atomic_store_explicit(&slot->reason, 0, memory_order_relaxed);
+	}
 }
 
 void smcr_fd_forget_range(unsigned int first, unsigned int last)
@@ -78,8 +105,9 @@ void smcr_fd_copy(int oldfd, int newfd)
 {
 	enum smcr_fd_state state = smcr_fd_get(oldfd);
 
-	if (state == SMCR_FD_UNKNOWN)
+	if (state == SMCR_FD_UNKNOWN) {
 		smcr_fd_forget(newfd);
-	else
-		smcr_fd_set(newfd, state);
+	} else if (smcr_fd_set(newfd, state)) {
+		smcr_fd_set_reason(newfd, smcr_fd_reason(oldfd));
+	}
 }

@@ -19,7 +19,8 @@ enum smcr_fd_state {
 	SMCR_FD_OTHER,          /* not a TCP socket: every call passes through */
 	SMCR_FD_TCP,            /* a TCP socket, neither connecting nor listening */
 	SMCR_FD_TCP_LISTENER,   /* listen() succeeded */
-	SMCR_FD_TCP_CLIENT,     /* connect() succeeded or is in progress */
+	SMCR_FD_TCP_CONNECTING, /* non-blocking connect() in progress */
+	SMCR_FD_TCP_CLIENT,     /* connected by connect() */
 	SMCR_FD_TCP_SERVER,     /* returned by accept() */
 };
 
@@ -35,6 +36,7 @@ static inline bool smcr_fd_state_is_tcp(enum smcr_fd_state state)
 
 struct smcr_fd_slot {
 	_Atomic uint32_t state;         /* enum smcr_fd_state */
+	_Atomic uint32_t reason;        /* enum smcr_reason: why not SMC (connections) */
 };
 
 extern _Atomic(struct smcr_fd_slot *) smcr_fd_chunks[SMCR_FD_CHUNKS];
@@ -59,13 +61,20 @@ static inline bool smcr_fd_is_tcp(int fd)
 /* Records the state of fd; false if it cannot be tracked (out of range or memory). */
 bool smcr_fd_set(int fd, enum smcr_fd_state state);
 
+/* Moves fd from state from to state to; false if it was not in state from. */
+bool smcr_fd_claim(int fd, enum smcr_fd_state from, enum smcr_fd_state to);
+
+/* The fallback reason recorded for a connection (0: none, or SMC). */
+uint32_t smcr_fd_reason(int fd);
+void smcr_fd_set_reason(int fd, uint32_t reason);
+
 /* The descriptor number was closed: forget what it was.  Never allocates. */
 void smcr_fd_forget(int fd);
 
 /* Same for every descriptor in [first, last]. */
 void smcr_fd_forget_range(unsigned int first, unsigned int last);
 
-/* newfd is now a duplicate of oldfd (dup, dup2, dup3, F_DUPFD). */
+/* newfd is now a duplicate of oldfd (dup, dup2, dup3, F_DUPFD): same state and reason. */
 void smcr_fd_copy(int oldfd, int newfd);
 
 #endif

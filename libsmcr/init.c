@@ -2,12 +2,13 @@
  * init.c - libsmcr's start and end inside the application's process.
  *
  * Start: read the logging settings and arrange for forked children to count
- * their own traffic.  End: at SMCR_LOG=info, one line saying what was seen.
+ * their own traffic and register with smcrd on their own.  End: at SMCR_LOG=info, one line saying what was seen.
  * Nothing here may print at the default level or change the process.
  */
 #include <errno.h>
 #include <pthread.h>
 
+#include "control.h"
 #include "log.h"
 #include "stats.h"
 
@@ -15,6 +16,7 @@ __attribute__((constructor)) static void smcr_init(void)
 {
 	smcr_log_init();
 	pthread_atfork(NULL, NULL, smcr_stats_reset);
+	smcr_control_init();
 	smcr_log(SMCR_LOG_DEBUG, "loaded into %s", program_invocation_short_name);
 }
 
@@ -25,6 +27,6 @@ __attribute__((destructor)) static void smcr_fini(void)
 	if (smcr_log_level < SMCR_LOG_INFO)
 		return;
 	smcr_stats_format(summary, sizeof(summary));
-	smcr_log(SMCR_LOG_INFO, "%s: %s (passthrough: no connection used SMC)",
+	smcr_log(SMCR_LOG_INFO, "%s: %s (every byte still went over TCP)",
 		 program_invocation_short_name, summary);
 }

@@ -7,7 +7,10 @@
  * tell a TCP connection from everything else in O(1).  Results and errno are
  * exactly the C library's.  Sockets libsmcr did not see being created
  * (inherited over exec, received with SCM_RIGHTS) are classified with
- * getsockopt() the first time they listen, connect or accept.
+ * getsockopt() the first time they listen, connect or accept.  Each new
+ * connection's handshake outcome is recorded (handshake.h).  Calls that close
+ * or replace a descriptor first tell control.c, whose own descriptors the
+ * application may be reclaiming.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -17,7 +20,9 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 
+#include "control.h"
 #include "fdtable.h"
+#include "handshake.h"
 #include "log.h"
 #include "real.h"
 #include "stats.h"
@@ -85,7 +90,6 @@ static void accepted(int lfd, int fd, const struct sockaddr *addr, const socklen
 		smcr_fd_set(fd, SMCR_FD_OTHER);
 		return;
 	}
-	smcr_fd_set(fd, SMCR_FD_TCP_SERVER);
 	smcr_stat_add(tcp_servers, 1);
 	if (smcr_debugging()) {
 		struct sockaddr_storage peer;
@@ -102,6 +106,7 @@ static void accepted(int lfd, int fd, const struct sockaddr *addr, const socklen
 		smcr_log(SMCR_LOG_DEBUG, "fd %d: TCP connection from %s accepted on fd %d", fd,
 			 smcr_sockaddr_str(addr, *len, name, sizeof(name)), lfd);
 	}
+	smcr_handshake_record(fd, false);
 }
 
 int accept(int lfd, struct sockaddr *addr, socklen_t *len)
@@ -133,15 +138,21 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		return rc;
 	if (addr && addr->sa_family == AF_UNSPEC) {        /* disconnect */
 		smcr_fd_set(fd, SMCR_FD_TCP);
-	} else if (state != SMCR_FD_TCP_CLIENT) {
-		smcr_fd_set(fd, SMCR_FD_TCP_CLIENT);
-		smcr_stat_add(tcp_clients, 1);
-		if (smcr_debugging()) {
-			char name[64];
-			smcr_log(SMCR_LOG_DEBUG, "fd %d: TCP connect to %s%s", fd,
-				 smcr_sockaddr_str(addr, len, name, sizeof(name)),
-				 rc ? " in progress" : "");
-		}
+		return rc;
+	}
+	if (state == SMCR_FD_TCP_CONNECTING || state == SMCR_FD_TCP_CLIENT)
+		return rc;                                 /* asked again: already counted */
+	smcr_stat_add(tcp_clients, 1);
+	if (smcr_debugging()) {
+		char name[64];
+		smcr_log(SMCR_LOG_DEBUG, "fd %d: TCP connect to %s%s", fd,
+			 smcr_sockaddr_str(addr, len, name, sizeof(name)),
+			 rc ? " in progress" : "");
+	}
+	if (rc == 0) {
+		smcr_handshake_record(fd, true);
+	} else {
+		smcr_fd_set(fd, SMCR_FD_TCP_CONNECTING);   /* settled at its next call */
 	}
 	return rc;
 }
@@ -155,11 +166,14 @@ int close(int fd)
 {
 	/* Forget first: the number is free for other threads once the kernel has it. */
 	smcr_fd_forget(fd);
+	smcr_control_fd_closing(fd);
 	return REAL(close)(fd);
 }
 
 int close_range(unsigned int first, unsigned int last, int flags)
 {
+	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
+		smcr_control_fds_closing(first, last);
 	int rc = REAL(close_range)(first, last, flags);
 
 	if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
@@ -169,8 +183,10 @@ int close_range(unsigned int first, unsigned int last, int flags)
 
 void closefrom(int lowfd)
 {
-	if (lowfd >= 0)
+	if (lowfd >= 0) {
 		smcr_fd_forget_range((unsigned int)lowfd, ~0u);
+		smcr_control_fds_closing((unsigned int)lowfd, ~0u);
+	}
 	REAL(closefrom)(lowfd);
 }
 
@@ -185,6 +201,8 @@ int dup(int oldfd)
 
 int dup2(int oldfd, int newfd)
 {
+	if (oldfd != newfd)
+		smcr_control_fd_closing(newfd);
 	int fd = REAL(dup2)(oldfd, newfd);
 
 	if (fd >= 0 && oldfd != newfd)
@@ -194,6 +212,8 @@ int dup2(int oldfd, int newfd)
 
 int dup3(int oldfd, int newfd, int flags)
 {
+	if (oldfd != newfd)
+		smcr_control_fd_closing(newfd);
 	int fd = REAL(dup3)(oldfd, newfd, flags);
 
 	if (fd >= 0)

@@ -10,12 +10,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "reason.h"
+
 struct smcr_stats {
 	_Atomic uint64_t tcp_listeners;    /* listen() on a TCP socket */
 	_Atomic uint64_t tcp_clients;      /* connect() started on a TCP socket */
 	_Atomic uint64_t tcp_servers;      /* accept() returned a TCP socket */
 	_Atomic uint64_t tcp_bytes_in;     /* received on TCP sockets */
 	_Atomic uint64_t tcp_bytes_out;    /* sent on TCP sockets */
+	_Atomic uint64_t smc_clients;      /* connect()s whose handshake negotiated SMC */
+	_Atomic uint64_t smc_servers;      /* accept()s whose handshake negotiated SMC */
+	_Atomic uint64_t fallbacks[SMCR_REASON_COUNT];  /* connections kept on TCP, by reason */
 };
 
 extern struct smcr_stats smcr_stats;
@@ -26,7 +31,10 @@ extern struct smcr_stats smcr_stats;
 /* A forked child starts counting from zero: the parent's work is the parent's. */
 void smcr_stats_reset(void);
 
-/* One line: "tcp: 1 listener, 2 client, 3 server connections; 10 bytes in, 20 out". */
+/*
+ * One line: "tcp: 1 listener, 2 client, 3 server connections; 10 bytes in,
+ * 20 out; smc: 1 client, 1 server negotiated; fallback: PEERNOSMC 3".
+ */
 size_t smcr_stats_format(char *buf, size_t size);
 
 #endif

@@ -17,9 +17,7 @@
 
 static int pidfile_path(char *buf, size_t size, const char **rundir)
 {
-	const char *env = getenv("SMCR_RUNDIR");
-
-	*rundir = env && *env ? env : SMCR_RUNDIR_DEFAULT;
+	*rundir = smcr_rundir();
 	if (snprintf(buf, size, "%s/smcrd.pid", *rundir) >= (int)size) {
 		errno = ENAMETOOLONG;
 		return -1;

@@ -14,7 +14,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define SMCR_RUNDIR_DEFAULT "/run/smcr"
+#include "control_proto.h"           /* smcr_rundir() */
+
 
 struct smcr_pidfile {
 	int fd;

@@ -8,8 +8,9 @@
  * running configuration as a whole, an invalid one is refused with its reason
  * and the running configuration stays.  SIGTERM and SIGINT end it cleanly.
  *
- * The loop polls a table of descriptors, today only a signalfd; the control
- * socket and the BPF program's maps join it as further entries.
+ * The loop polls a signalfd and the control socket (control.c), where
+ * processes register, take and return buffer memory, and smcrctl asks for
+ * status and reloads.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,8 +25,8 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "pidfile.h"
+#include "control_proto.h"
+#include "smcrd.h"
 #include "smcrd_log.h"
 
 static const char usage[] =
@@ -38,15 +39,6 @@ static const char usage[] =
 	"\n"
 	"Environment: SMCR_RUNDIR overrides the directory of smcrd.pid (" SMCR_RUNDIR_DEFAULT ").\n";
 
-enum { POLL_SIGNALS, POLL_COUNT };
-
-struct smcrd {
-	char conf_path[PATH_MAX];       /* absolute: smcrd leaves its start directory */
-	struct smcr_config cfg;
-	struct smcr_pidfile pidfile;
-	struct pollfd poll[POLL_COUNT];
-};
-
 static void announce(const char *what, const struct smcrd *d)
 {
 	smcrd_log(LOG_NOTICE,
@@ -55,7 +47,26 @@ static void announce(const char *what, const struct smcrd *d)
 		  d->cfg.max_memory_mb);
 }
 
-static void reload(struct smcrd *d)
+uint64_t smcrd_memory_limit(const struct smcrd *d)
+{
+	return (uint64_t)d->cfg.max_memory_mb << 20;
+}
+
+int smcrd_result_map(struct smcrd *d)
+{
+	(void)d;
+	errno = ENOENT;
+	return -1;
+}
+
+void smcrd_describe(const struct smcrd *d, struct smcr_control_status *st)
+{
+	st->daemon_pid = (int32_t)getpid();
+	st->enabled = d->cfg.enabled;
+	snprintf(st->conf_path, sizeof(st->conf_path), "%s", d->conf_path);
+}
+
+int smcrd_reload(struct smcrd *d, char *why, size_t size)
 {
 	struct smcr_config fresh;
 	struct smcr_config_error err;
@@ -63,11 +74,13 @@ static void reload(struct smcrd *d)
 	if (smcr_config_load(d->conf_path, &fresh, &err)) {
 		smcrd_log(LOG_WARNING, "reload refused: %s; keeping the running configuration",
 			  err.message);
-		return;
+		snprintf(why, size, "%s", err.message);
+		return -1;
 	}
 	d->cfg = fresh;
 	smcrd_log_set_level(d->cfg.log_level);
 	announce("reloaded", d);
+	return 0;
 }
 
 /* Handles the pending signals; false once smcrd should stop. */
@@ -75,9 +88,10 @@ static bool on_signals(struct smcrd *d)
 {
 	struct signalfd_siginfo si;
 
-	while (read(d->poll[POLL_SIGNALS].fd, &si, sizeof(si)) == sizeof(si)) {
+	while (read(d->signal_fd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
-			reload(d);
+			char why[512];
+			smcrd_reload(d, why, sizeof(why));
 		} else {
 			smcrd_log(LOG_NOTICE, "exiting on SIG%s", sigabbrev_np((int)si.ssi_signo));
 			return false;
@@ -86,17 +100,39 @@ static bool on_signals(struct smcrd *d)
 	return true;
 }
 
+/* The poll table for this round: signals, then the control socket's entries. */
+static int fill_poll(struct smcrd *d, size_t *n)
+{
+	*n = 1 + smcrd_control_npoll(&d->control);
+	if (*n > d->poll_capacity) {
+		void *grown = realloc(d->poll, *n * 2 * sizeof(*d->poll));
+		if (!grown)
+			return -1;
+		d->poll = grown;
+		d->poll_capacity = *n * 2;
+	}
+	d->poll[0] = (struct pollfd){ .fd = d->signal_fd, .events = POLLIN };
+	smcrd_control_pollfds(&d->control, &d->poll[1]);
+	return 0;
+}
+
 static int run(struct smcrd *d)
 {
 	for (;;) {
-		if (poll(d->poll, POLL_COUNT, -1) < 0) {
+		size_t n;
+		if (fill_poll(d, &n)) {
+			smcrd_log(LOG_ERR, "poll table: %s", strerror(errno));
+			return 1;
+		}
+		if (poll(d->poll, n, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			smcrd_log(LOG_ERR, "poll: %s", strerror(errno));
 			return 1;
 		}
-		if (d->poll[POLL_SIGNALS].revents && !on_signals(d))
+		if (d->poll[0].revents && !on_signals(d))
 			return 0;
+		smcrd_control_serve(&d->control, &d->poll[1], d);
 	}
 }
 
@@ -191,10 +227,13 @@ static int start(struct smcrd *d, const char *conf, bool foreground)
 			return 1;
 		}
 	}
-	d->poll[POLL_SIGNALS].fd = signalfd(-1, &signals, SFD_NONBLOCK | SFD_CLOEXEC);
-	d->poll[POLL_SIGNALS].events = POLLIN;
-	if (d->poll[POLL_SIGNALS].fd < 0) {
+	d->signal_fd = signalfd(-1, &signals, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (d->signal_fd < 0) {
 		smcrd_log(LOG_ERR, "signalfd: %s", strerror(errno));
+		return 1;
+	}
+	if (smcrd_control_open(&d->control)) {
+		smcrd_log(LOG_ERR, "control socket %s: %s", d->control.path, strerror(errno));
 		return 1;
 	}
 	announce("loaded", d);
@@ -211,7 +250,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct smcrd d = { .pidfile.fd = -1 };
+	struct smcrd d = { .pidfile.fd = -1, .control.listen_fd = -1, .signal_fd = -1 };
 	const char *conf = smcr_config_default_path();
 	bool foreground = false;
 	int opt;
@@ -239,6 +278,8 @@ int main(int argc, char **argv)
 	int status = start(&d, conf, foreground);
 	if (!status)
 		status = run(&d);
+	smcrd_control_close(&d.control);
+	free(d.poll);
 	smcr_pidfile_release(&d.pidfile);
 	return status;
 }

@@ -1,27 +1,32 @@
 /*
  * smcrctl - administer smcr: to smcr.conf what AIX's lsattr/chdev are to smcr0.
  *
- *   smcrctl [-c FILE] show | set KEY=VALUE... | enable | disable | help
+ *   smcrctl [-c FILE] show | set KEY=VALUE... | enable | disable | status | help
  *
  * "set" checks every KEY=VALUE and then the whole resulting file before it
  * touches anything; only then is the file replaced (atomically, comments and
- * other lines kept) and the running smcrd told to reload it.
- * Exit status: 0 done, 1 invalid value or configuration (file unchanged),
- * 2 usage.
+ * other lines kept) and the running smcrd told to reload it (over its control
+ * socket, which answers whether it did).  "status" asks smcrd what it runs.
+ * Exit status: 0 done, 1 invalid value or configuration (file unchanged) or
+ * not applied, 2 usage, 3 (status) smcrd not running.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "config.h"
+#include "control_proto.h"
 #include "pidfile.h"
 
-enum { EXIT_INVALID = 1, EXIT_USAGE = 2 };
+enum { EXIT_INVALID = 1, EXIT_USAGE = 2, EXIT_NO_DAEMON = 3 };
 
 #define SHOW_VALUE_WIDTH_MAX 32 /* longer values overflow their own row only */
 
@@ -33,12 +38,15 @@ static const char usage[] =
 	"  set KEY=VALUE...      change attributes: all are validated first, then the\n"
 	"                        file is rewritten atomically and smcrd reloads it\n"
 	"  enable, disable       set enabled=1 or enabled=0\n"
+	"  status                smcrd: running?, program attached, memory in use of\n"
+	"                        max_memory, registered processes\n"
 	"  help                  this text\n"
 	"\n"
 	"  -c FILE    configuration file (default: $SMCR_CONF, else " SMCR_CONF_DEFAULT ")\n"
 	"  -h, --help this text\n"
 	"\n"
-	"Exit status: 0 done, 1 invalid value or configuration (file unchanged), 2 usage.\n";
+	"Exit status: 0 done, 1 invalid value or configuration (file unchanged) or not\n"
+	"applied, 2 usage, 3 (status) smcrd not running.\n";
 
 static int cmd_show(const char *path)
 {
@@ -74,10 +82,35 @@ static bool same_file(const char *a, const char *b)
 	       sa.st_ino == sb.st_ino;
 }
 
-/* Asks a running smcrd to reload path, and says whether it was asked. */
+/*
+ * One request to smcrd over its control socket, reply into reply (size
+ * bytes, starting with a struct smcr_control_msg).  -1 if smcrd cannot be
+ * reached or does not answer properly.
+ */
+static int ask_daemon(uint16_t type, void *reply, size_t size)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct smcr_control_msg m = { .version = SMCR_CONTROL_VERSION, .type = type };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int rc = -1;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", smcr_rundir(), SMCR_CONTROL_SOCKET);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    send(fd, &m, sizeof(m), MSG_NOSIGNAL) == sizeof(m) &&
+	    poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, 5000) == 1 &&
+	    recv(fd, reply, size, 0) == (ssize_t)size &&
+	    ((struct smcr_control_msg *)reply)->type == type)
+		rc = 0;
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* Asks a running smcrd to reload path, and says what came of it. */
 static int notify_daemon(const char *path)
 {
 	char served[PATH_MAX];
+	struct smcr_control_msg m;
 	pid_t pid = smcr_pidfile_running(served, sizeof(served));
 
 	if (pid < 0) {
@@ -92,11 +125,42 @@ static int notify_daemon(const char *path)
 		printf("saved; smcrd (pid %d) serves %s, not this file\n", (int)pid, served);
 		return 0;
 	}
-	if (kill(pid, SIGHUP)) {
-		printf("saved; cannot signal smcrd (pid %d): %s\n", (int)pid, strerror(errno));
+	if (ask_daemon(SMCR_CONTROL_RELOAD, &m, sizeof(m))) {
+		printf("saved; smcrd (pid %d) did not answer\n", (int)pid);
+		return EXIT_FAILURE;
+	}
+	if (m.result) {
+		printf("saved; not applied: %s\n", m.text[0] ? m.text : strerror(-m.result));
 		return EXIT_FAILURE;
 	}
 	printf("applied\n");
+	return 0;
+}
+
+static int cmd_status(void)
+{
+	static struct smcr_control_status st;
+	const double mib = 1024.0 * 1024.0;
+
+	if (ask_daemon(SMCR_CONTROL_STATUS, &st, sizeof(st))) {
+		printf("smcrd:       not running (no answer on %s/%s)\n", smcr_rundir(),
+		       SMCR_CONTROL_SOCKET);
+		return EXIT_NO_DAEMON;
+	}
+	printf("smcrd:       running (pid %d), configuration %s\n", st.daemon_pid, st.conf_path);
+	printf("enabled:     %u\n", st.enabled);
+	if (st.prog_id)
+		printf("negotiation: sock_ops program %u attached to %s\n", st.prog_id, st.cgroup);
+	else
+		printf("negotiation: no program attached\n");
+	printf("memory:      %.1f MiB in use of max_memory %.0f MiB\n", st.head.bytes / mib,
+	       st.head.limit / mib);
+	printf("processes:   %u registered\n", st.nprocs);
+	if (st.nprocs)
+		printf("  %8s %6s %12s  %s\n", "PID", "UID", "MEMORY", "COMMAND");
+	for (uint32_t i = 0; i < st.nprocs && i < SMCR_CONTROL_STATUS_PROCS; i++)
+		printf("  %8d %6u %12llu  %.16s\n", st.procs[i].pid, st.procs[i].uid,
+		       (unsigned long long)st.procs[i].granted, st.procs[i].comm);
 	return 0;
 }
 
@@ -197,6 +261,8 @@ int main(int argc, char **argv)
 		return cmd_show(path);
 	if (strcmp(cmd, "set") == 0 && nargs > 0)
 		return cmd_set(path, args, nargs);
+	if (strcmp(cmd, "status") == 0 && nargs == 0)
+		return cmd_status();
 	if (strcmp(cmd, "enable") == 0 && nargs == 0)
 		return cmd_set(path, (char *[]){ enable }, 1);
 	if (strcmp(cmd, "disable") == 0 && nargs == 0)

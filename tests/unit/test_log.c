@@ -85,19 +85,26 @@ static void sockaddr_names(void **state)
 static void stats_line_and_reset(void **state)
 {
 	(void)state;
-	char buf[256];
+	char buf[512], small[40];
 	smcr_stat_add(tcp_listeners, 1);
 	smcr_stat_add(tcp_clients, 2);
 	smcr_stat_add(tcp_servers, 3);
 	smcr_stat_add(tcp_bytes_in, 10);
 	smcr_stat_add(tcp_bytes_out, 20);
+	smcr_stat_add(smc_clients, 1);
+	smcr_stat_add(fallbacks[SMCR_REASON_PEERNOSMC], 2);
+	smcr_stat_add(fallbacks[SMCR_REASON_NODAEMON], 1);
 	smcr_stats_format(buf, sizeof(buf));
 	assert_string_equal(buf, "tcp: 1 listener, 2 client, 3 server connections; "
-				 "10 bytes in, 20 out");
+				 "10 bytes in, 20 out; smc: 1 client, 0 server negotiated; "
+				 "fallback: NODAEMON 1, PEERNOSMC 2");
+	size_t len = smcr_stats_format(small, sizeof(small));   /* truncated, terminated */
+	assert_int_equal(len, sizeof(small) - 1);
+	assert_int_equal(strlen(small), sizeof(small) - 1);
 	smcr_stats_reset();
 	smcr_stats_format(buf, sizeof(buf));
 	assert_string_equal(buf, "tcp: 0 listener, 0 client, 0 server connections; "
-				 "0 bytes in, 0 out");
+				 "0 bytes in, 0 out; smc: 0 client, 0 server negotiated");
 }
 
 int main(void)

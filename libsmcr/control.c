@@ -1,0 +1,219 @@
+/*
+ * control.c - libsmcr's side of the control socket (see control.h).
+ *
+ * One mutex guards the two descriptors; it is taken once per new TCP
+ * connection, never on the data path.  Every system call here is the C
+ * library's own (REAL), so none of it is seen by our interposition, and
+ * errno is the application's again when we return.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "control_proto.h"
+#include "log.h"
+#include "real.h"
+
+#define REPLY_TIMEOUT_MS 500            /* smcrd answers at once; a stuck one must not stall us */
+#define RETRY_INTERVAL_S 1              /* between attempts to reach a missing smcrd */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int ctl_fd = -1, map_fd = -1;
+static time_t next_attempt;             /* CLOCK_MONOTONIC_COARSE seconds */
+
+static time_t now_coarse(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts.tv_sec;
+}
+
+/* Moves fd to a high number, out of the way of the application's own. */
+static int move_high(int fd)
+{
+	struct rlimit rl;
+	int floor = 992;                /* below select()'s 1024 and any default limit */
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1024 && rl.rlim_cur > 64)
+		floor = (int)rl.rlim_cur - 32;
+	int high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, floor);
+	if (high < 0)
+		return fd;
+	REAL(close)(fd);
+	return high;
+}
+
+static void disconnect_locked(void)
+{
+	if (ctl_fd >= 0)
+		REAL(close)(ctl_fd);
+	if (map_fd >= 0)
+		REAL(close)(map_fd);
+	ctl_fd = map_fd = -1;
+}
+
+/* Sends a request and waits (bounded) for its reply; fd receives an attached descriptor. */
+static int exchange_locked(struct smcr_control_msg *m, int *fd)
+{
+	char control[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { m, sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = control, .msg_controllen = sizeof(control) };
+	struct pollfd p = { .fd = ctl_fd, .events = POLLIN };
+
+	m->version = SMCR_CONTROL_VERSION;
+	if (REAL(send)(ctl_fd, m, sizeof(*m), MSG_NOSIGNAL) != sizeof(*m) ||
+	    REAL(poll)(&p, 1, REPLY_TIMEOUT_MS) != 1 ||
+	    REAL(recvmsg)(ctl_fd, &mh, MSG_CMSG_CLOEXEC) != sizeof(*m))
+		return -1;
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	if (fd && cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+		memcpy(fd, CMSG_DATA(cm), sizeof(int));
+	return 0;
+}
+
+static void register_locked(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct smcr_control_msg m = { .type = SMCR_CONTROL_REGISTER };
+	int map = -1;
+
+	if (now_coarse() < next_attempt)
+		return;
+	next_attempt = now_coarse() + RETRY_INTERVAL_S;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", smcr_rundir(), SMCR_CONTROL_SOCKET);
+	ctl_fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (ctl_fd < 0)
+		return;
+	if (REAL(connect)(ctl_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		smcr_log(SMCR_LOG_DEBUG, "smcrd not reachable at %s: %s", sa.sun_path,
+			 strerror(errno));
+		disconnect_locked();
+		return;
+	}
+	if (exchange_locked(&m, &map) != 0 || m.result != 0) {
+		smcr_log(SMCR_LOG_WARN, "smcrd did not register us (%s)",
+			 m.result ? strerror(-m.result) : "no reply");
+		if (map >= 0)
+			REAL(close)(map);
+		disconnect_locked();
+		return;
+	}
+	ctl_fd = move_high(ctl_fd);
+	map_fd = map >= 0 ? move_high(map) : -1;
+	smcr_log(SMCR_LOG_DEBUG, "registered with smcrd (control fd %d, result map fd %d)",
+		 (int)ctl_fd, (int)map_fd);
+}
+
+/* smcrd never writes unasked: a readable control socket means it has gone. */
+static bool daemon_gone_locked(void)
+{
+	struct pollfd p = { .fd = ctl_fd, .events = POLLIN };
+	return REAL(poll)(&p, 1, 0) != 0;
+}
+
+int smcr_control_result_map(void)
+{
+	int saved_errno = errno, fd;
+
+	pthread_mutex_lock(&lock);
+	if (ctl_fd >= 0 && daemon_gone_locked()) {
+		smcr_log(SMCR_LOG_DEBUG, "smcrd went away; new connections stay on TCP");
+		disconnect_locked();
+		next_attempt = 0;
+	}
+	if (ctl_fd < 0)
+		register_locked();
+	fd = map_fd;
+	pthread_mutex_unlock(&lock);
+	errno = saved_errno;
+	return fd;
+}
+
+int smcr_control_grant(uint64_t bytes)
+{
+	struct smcr_control_msg m = { .type = SMCR_CONTROL_GRANT, .bytes = bytes };
+	int saved_errno = errno, rc = -ENOTCONN;
+
+	pthread_mutex_lock(&lock);
+	if (ctl_fd < 0)
+		register_locked();
+	if (ctl_fd >= 0) {
+		if (exchange_locked(&m, NULL) == 0)
+			rc = m.result;
+		else
+			disconnect_locked();
+	}
+	pthread_mutex_unlock(&lock);
+	errno = saved_errno;
+	return rc;
+}
+
+void smcr_control_release(uint64_t bytes)
+{
+	struct smcr_control_msg m = { .version = SMCR_CONTROL_VERSION,
+				      .type = SMCR_CONTROL_RELEASE, .bytes = bytes };
+	int saved_errno = errno;
+
+	pthread_mutex_lock(&lock);
+	if (ctl_fd >= 0)
+		(void)!REAL(send)(ctl_fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
+	pthread_mutex_unlock(&lock);
+	errno = saved_errno;
+}
+
+void smcr_control_fds_closing(unsigned int first, unsigned int last)
+{
+	int c = ctl_fd, m = map_fd;
+
+	if (!((c >= 0 && (unsigned int)c >= first && (unsigned int)c <= last) ||
+	      (m >= 0 && (unsigned int)m >= first && (unsigned int)m <= last)))
+		return;
+	/* The application reclaims a number we hold: it wins, we re-register later. */
+	pthread_mutex_lock(&lock);
+	if (ctl_fd >= 0 && (unsigned int)ctl_fd >= first && (unsigned int)ctl_fd <= last)
+		ctl_fd = -1;
+	if (map_fd >= 0 && (unsigned int)map_fd >= first && (unsigned int)map_fd <= last)
+		map_fd = -1;
+	disconnect_locked();
+	next_attempt = 0;
+	pthread_mutex_unlock(&lock);
+}
+
+void smcr_control_fd_closing(int fd)
+{
+	if (fd >= 0)
+		smcr_control_fds_closing((unsigned int)fd, (unsigned int)fd);
+}
+
+static void before_fork(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+static void after_fork_parent(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+/* A child is a process of its own: it registers (and is accounted) by itself. */
+static void after_fork_child(void)
+{
+	disconnect_locked();
+	next_attempt = 0;
+	pthread_mutex_unlock(&lock);
+}
+
+void smcr_control_init(void)
+{
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}

@@ -1,0 +1,38 @@
+/*
+ * control.h - libsmcr's link to smcrd (protocol: control_proto.h).
+ *
+ * Registration happens on first need (the first TCP connection that asks
+ * for its handshake result), not at start, so that a process that never
+ * uses TCP pays nothing and a missing daemon costs one failed connect() per
+ * second at most.  Our descriptors are moved high, out of the numbers the
+ * application is about to get, and let go of if the application closes or
+ * replaces them.
+ */
+#ifndef SMCR_CONTROL_H
+#define SMCR_CONTROL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * The read-only descriptor of smcrd's handshake result map, registering
+ * first if needed; -1 while smcrd is not running (or has gone away).
+ */
+int smcr_control_result_map(void);
+
+/* Reserves bytes of buffer memory: 0, -ENOMEM (max_memory reached) or -ENOTCONN. */
+int smcr_control_grant(uint64_t bytes);
+
+/* Returns bytes to smcrd's pool. */
+void smcr_control_release(uint64_t bytes);
+
+/* The application is closing (or replacing) fd: let go of it if it is ours. */
+void smcr_control_fd_closing(int fd);
+
+/* Same for every descriptor in [first, last]. */
+void smcr_control_fds_closing(unsigned int first, unsigned int last);
+
+/* Called once at library start: fork handling. */
+void smcr_control_init(void);
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * control_proto.h - the messages between smcrd and its clients (libsmcr in
+ * every application, and smcrctl), over RUNDIR/smcrd.sock.
+ *
+ * A SOCK_SEQPACKET unix socket: one message per request, one per reply,
+ * boundaries kept.  Any local process may connect; smcrd reads who it is with
+ * SO_PEERCRED.  A process stays registered, and keeps its memory grants, for
+ * as long as its connection is open: when the process dies the kernel closes
+ * it and smcrd takes everything back.  Only root may ask for a reload.
+ */
+#ifndef SMCR_CONTROL_PROTO_H
+#define SMCR_CONTROL_PROTO_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#define SMCR_RUNDIR_DEFAULT "/run/smcr"
+#define SMCR_CONTROL_SOCKET "smcrd.sock"
+#define SMCR_CONTROL_VERSION 1
+
+/* Where smcrd keeps its pid file and control socket: $SMCR_RUNDIR, else /run/smcr. */
+static inline const char *smcr_rundir(void)
+{
+	const char *env = getenv("SMCR_RUNDIR");
+	return env && *env ? env : SMCR_RUNDIR_DEFAULT;
+}
+
+enum smcr_control_type {
+	SMCR_CONTROL_REGISTER = 1,      /* reply carries the result map fd (SCM_RIGHTS) */
+	SMCR_CONTROL_GRANT,             /* reserve .bytes of buffer memory */
+	SMCR_CONTROL_RELEASE,           /* give .bytes back; no reply */
+	SMCR_CONTROL_STATUS,            /* reply: struct smcr_control_status */
+	SMCR_CONTROL_RELOAD,            /* root only: re-read the configuration file */
+};
+
+/* A request, and the head of every reply (same type as its request). */
+struct smcr_control_msg {
+	uint16_t version;               /* SMCR_CONTROL_VERSION */
+	uint16_t type;                  /* enum smcr_control_type */
+	int32_t result;                 /* replies: 0 or a negative errno */
+	uint64_t bytes;                 /* GRANT/RELEASE amount; replies: memory in use */
+	uint64_t limit;                 /* replies: max_memory in bytes */
+	char text[240];                 /* replies: why a request was refused */
+};
+
+struct smcr_control_proc {
+	int32_t pid;
+	uint32_t uid;
+	uint64_t granted;               /* bytes of buffer memory it holds */
+	char comm[16];
+};
+
+#define SMCR_CONTROL_STATUS_PROCS 256
+
+struct smcr_control_status {
+	struct smcr_control_msg head;
+	int32_t daemon_pid;
+	uint32_t prog_id;               /* the sock_ops program; 0: not attached */
+	uint32_t nprocs;                /* registered processes (procs[] holds the first ones) */
+	uint32_t enabled;
+	char conf_path[PATH_MAX];
+	char cgroup[PATH_MAX];          /* where the program is attached */
+	struct smcr_control_proc procs[SMCR_CONTROL_STATUS_PROCS];
+};
+
+#endif

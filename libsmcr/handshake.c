@@ -1,0 +1,79 @@
+/*
+ * handshake.c - reading and recording the handshake's outcome (handshake.h).
+ */
+#include <errno.h>
+#include <linux/bpf.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "handshake.h"
+#include "handshake_flags.h"
+#include "log.h"
+#include "real.h"
+#include "stats.h"
+
+enum smcr_reason smcr_handshake_reason(bool has_entry, uint32_t flags)
+{
+	if (!has_entry)
+		return SMCR_REASON_POLICY;      /* the program did not consider this socket */
+	if (flags & SMCR_HS_NEGOTIATED)
+		return SMCR_REASON_NONE;
+	if (flags & SMCR_HS_NO_SPACE)
+		return SMCR_REASON_OPTUNSUPP;
+	return SMCR_REASON_PEERNOSMC;
+}
+
+/* One BPF_MAP_LOOKUP_ELEM keyed by our own descriptor; false if no entry. */
+static bool lookup(int map, int fd, uint32_t *flags)
+{
+	union bpf_attr attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.map_fd = (uint32_t)map;
+	attr.key = (uint64_t)(uintptr_t)&fd;
+	attr.value = (uint64_t)(uintptr_t)flags;
+	return syscall(SYS_bpf, BPF_MAP_LOOKUP_ELEM, &attr, sizeof(attr)) == 0;
+}
+
+void smcr_handshake_record(int fd, bool active)
+{
+	int saved_errno = errno, map = smcr_control_result_map();
+	uint32_t flags = 0;
+	enum smcr_reason reason = map < 0 ? SMCR_REASON_NODAEMON
+					  : smcr_handshake_reason(lookup(map, fd, &flags), flags);
+
+	errno = saved_errno;
+	smcr_fd_set(fd, active ? SMCR_FD_TCP_CLIENT : SMCR_FD_TCP_SERVER);
+	smcr_fd_set_reason(fd, reason);
+	if (reason == SMCR_REASON_NONE) {
+		if (active)
+			smcr_stat_add(smc_clients, 1);
+		else
+			smcr_stat_add(smc_servers, 1);
+		smcr_log(SMCR_LOG_DEBUG, "fd %d: SMC negotiated in the TCP handshake (flags 0x%x)",
+			 fd, flags);
+	} else {
+		smcr_stat_add(fallbacks[reason], 1);
+		smcr_log(SMCR_LOG_DEBUG, "fd %d: fallback to TCP: %s (0x%08x, flags 0x%x)", fd,
+			 smcr_reason_name(reason), smcr_reason_code(reason), flags);
+	}
+}
+
+enum smcr_fd_state smcr_handshake_settle(int fd)
+{
+	struct sockaddr_storage peer;
+	socklen_t len = sizeof(peer);
+	int saved_errno = errno;
+	bool connected = REAL(getpeername)(fd, (struct sockaddr *)&peer, &len) == 0;
+
+	errno = saved_errno;
+	if (!connected)
+		return SMCR_FD_TCP_CONNECTING;  /* still in progress, or failed */
+	/* Threads racing here: the one that moves the state records the outcome. */
+	if (smcr_fd_claim(fd, SMCR_FD_TCP_CONNECTING, SMCR_FD_TCP_CLIENT))
+		smcr_handshake_record(fd, true);
+	return smcr_fd_get(fd);
+}

@@ -1,0 +1,32 @@
+/*
+ * handshake.h - what the TCP handshake decided about SMC, per connection.
+ *
+ * smcrd's BPF program watched the SYN and SYN-ACK (handshake_flags.h) and
+ * recorded, per socket, whether both carried the RFC 7609 option.  libsmcr
+ * asks once per connection - right after accept(), after a blocking
+ * connect(), or at the first call on a socket whose non-blocking connect()
+ * has since completed - with one map look-up keyed by the descriptor, and
+ * records the outcome: SMC negotiated, or the fallback reason.
+ */
+#ifndef SMCR_HANDSHAKE_H
+#define SMCR_HANDSHAKE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fdtable.h"
+#include "reason.h"
+
+/* The outcome for a set of handshake flags (or no entry: has_entry false). */
+enum smcr_reason smcr_handshake_reason(bool has_entry, uint32_t flags);
+
+/* Looks up, records and counts the outcome of fd's handshake. */
+void smcr_handshake_record(int fd, bool active);
+
+/*
+ * fd's non-blocking connect() was in progress: if it has completed, record
+ * its outcome.  Returns fd's state afterwards.
+ */
+enum smcr_fd_state smcr_handshake_settle(int fd);
+
+#endif

@@ -1,0 +1,257 @@
+/*
+ * control.c - smcrd's side of the control socket.
+ *
+ * Each connected process is a client: who it is comes from SO_PEERCRED (not
+ * from anything it says), what it holds is counted here.  When its
+ * connection ends - normal exit, crash or SIGKILL alike, since the kernel
+ * closes the socket - every grant it held is returned to the pool.
+ * A client that sends a malformed request is disconnected; one that does not
+ * read its replies is too (replies are never allowed to block smcrd).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "control_proto.h"
+#include "smcrd.h"
+#include "smcrd_log.h"
+
+int smcrd_control_open(struct smcrd_control *ctl)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	*ctl = (struct smcrd_control){ .listen_fd = -1 };
+	if (snprintf(ctl->path, sizeof(ctl->path), "%s/%s", smcr_rundir(),
+		     SMCR_CONTROL_SOCKET) >= (int)sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(sa.sun_path, ctl->path, strlen(ctl->path) + 1);
+	ctl->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ctl->listen_fd < 0)
+		return -1;
+	unlink(ctl->path);              /* left by a killed smcrd: we hold the pid lock */
+	if (bind(ctl->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    chmod(ctl->path, 0666) || listen(ctl->listen_fd, 128)) {
+		int saved_errno = errno;
+		close(ctl->listen_fd);
+		ctl->listen_fd = -1;
+		errno = saved_errno;
+		return -1;
+	}
+	return 0;
+}
+
+static void drop_client(struct smcrd_control *ctl, size_t i)
+{
+	struct smcrd_client *c = &ctl->clients[i];
+
+	ctl->used -= c->granted;
+	if (c->registered)
+		smcrd_log(LOG_INFO, "process %d (%s) left; %llu bytes of buffer memory returned",
+			  (int)c->pid, c->comm, (unsigned long long)c->granted);
+	close(c->fd);
+	ctl->clients[i] = ctl->clients[--ctl->nclients];
+}
+
+void smcrd_control_close(struct smcrd_control *ctl)
+{
+	while (ctl->nclients)
+		drop_client(ctl, ctl->nclients - 1);
+	free(ctl->clients);
+	if (ctl->listen_fd >= 0) {
+		close(ctl->listen_fd);
+		unlink(ctl->path);
+	}
+	*ctl = (struct smcrd_control){ .listen_fd = -1 };
+}
+
+size_t smcrd_control_npoll(const struct smcrd_control *ctl)
+{
+	return 1 + ctl->nclients;
+}
+
+void smcrd_control_pollfds(const struct smcrd_control *ctl, struct pollfd *pfd)
+{
+	pfd[0] = (struct pollfd){ .fd = ctl->listen_fd, .events = POLLIN };
+	for (size_t i = 0; i < ctl->nclients; i++)
+		pfd[1 + i] = (struct pollfd){ .fd = ctl->clients[i].fd, .events = POLLIN };
+}
+
+static void read_comm(pid_t pid, char *comm, size_t size)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, comm, size - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		n = snprintf(comm, size, "?");
+	comm[n] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+}
+
+static void accept_clients(struct smcrd_control *ctl)
+{
+	for (;;) {
+		int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;                 /* EAGAIN, or a client gone before we took it */
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
+			close(fd);
+			continue;
+		}
+		if (ctl->nclients == ctl->capacity) {
+			size_t cap = ctl->capacity ? ctl->capacity * 2 : 16;
+			void *grown = realloc(ctl->clients, cap * sizeof(*ctl->clients));
+			if (!grown) {
+				close(fd);
+				continue;
+			}
+			ctl->clients = grown;
+			ctl->capacity = cap;
+		}
+		struct smcrd_client *c = &ctl->clients[ctl->nclients++];
+		*c = (struct smcrd_client){ .fd = fd, .pid = cred.pid, .uid = cred.uid };
+		read_comm(c->pid, c->comm, sizeof(c->comm));
+	}
+}
+
+/* Sends a reply, with fd attached if fd >= 0; false if the client must go. */
+static bool reply(const struct smcrd_client *c, const void *msg, size_t len, int fd)
+{
+	char control[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { (void *)msg, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (fd >= 0) {
+		mh.msg_control = control;
+		mh.msg_controllen = sizeof(control);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	return sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len;
+}
+
+static void grant(struct smcrd_control *ctl, struct smcrd_client *c, struct smcr_control_msg *m,
+		  uint64_t limit)
+{
+	if (m->bytes > limit - ctl->used || ctl->used > limit) {
+		m->result = -ENOMEM;
+		snprintf(m->text, sizeof(m->text), "max_memory reached: %llu of %llu bytes in use",
+			 (unsigned long long)ctl->used, (unsigned long long)limit);
+	} else {
+		ctl->used += m->bytes;
+		c->granted += m->bytes;
+	}
+}
+
+static void describe_procs(const struct smcrd_control *ctl, struct smcr_control_status *st)
+{
+	for (size_t i = 0; i < ctl->nclients; i++) {
+		const struct smcrd_client *c = &ctl->clients[i];
+		if (!c->registered)
+			continue;
+		if (st->nprocs < SMCR_CONTROL_STATUS_PROCS) {
+			struct smcr_control_proc *p = &st->procs[st->nprocs];
+			*p = (struct smcr_control_proc){
+				.pid = c->pid, .uid = c->uid, .granted = c->granted,
+			};
+			memcpy(p->comm, c->comm, sizeof(c->comm));
+		}
+		st->nprocs++;
+	}
+}
+
+/* Handles one request; false if the client must be dropped. */
+static bool serve_request(struct smcrd_control *ctl, struct smcrd_client *c, struct smcrd *d)
+{
+	static struct smcr_control_status st;   /* 16 KiB: not on the stack */
+	struct smcr_control_msg m;
+	ssize_t n = recv(c->fd, &m, sizeof(m), MSG_DONTWAIT);
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR;
+	if (n != sizeof(m) || m.version != SMCR_CONTROL_VERSION) {
+		if (n > 0)
+			smcrd_log(LOG_WARNING, "process %d (%s): malformed request (%zd bytes)",
+				  (int)c->pid, c->comm, n);
+		return false;           /* 0: the process closed its end */
+	}
+	const uint64_t limit = smcrd_memory_limit(d);
+	int fd = -1;
+	bool ok;
+
+	m.result = 0;
+	m.text[0] = '\0';
+	switch (m.type) {
+	case SMCR_CONTROL_REGISTER:
+		c->registered = true;
+		fd = smcrd_result_map(d);       /* none: the process learns no handshake */
+		break;
+	case SMCR_CONTROL_GRANT:
+		c->registered = true;
+		grant(ctl, c, &m, limit);
+		break;
+	case SMCR_CONTROL_RELEASE:
+		m.bytes = m.bytes < c->granted ? m.bytes : c->granted;
+		c->granted -= m.bytes;
+		ctl->used -= m.bytes;
+		return true;                    /* no reply */
+	case SMCR_CONTROL_STATUS:
+		memset(&st, 0, sizeof(st));
+		smcrd_describe(d, &st);
+		describe_procs(ctl, &st);
+		st.head = m;
+		st.head.bytes = ctl->used;
+		st.head.limit = limit;
+		return reply(c, &st, sizeof(st), -1);
+	case SMCR_CONTROL_RELOAD:
+		if (c->uid != 0) {
+			m.result = -EPERM;
+			snprintf(m.text, sizeof(m.text), "only root may change the configuration");
+		} else if (smcrd_reload(d, m.text, sizeof(m.text))) {
+			m.result = -EINVAL;
+		}
+		break;
+	default:
+		smcrd_log(LOG_WARNING, "process %d (%s): unknown request type %u", (int)c->pid,
+			  c->comm, m.type);
+		return false;
+	}
+	m.bytes = ctl->used;
+	m.limit = limit;
+	ok = reply(c, &m, sizeof(m), fd);
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+void smcrd_control_serve(struct smcrd_control *ctl, const struct pollfd *pfd, struct smcrd *d)
+{
+	const size_t polled = ctl->nclients;
+
+	/* Clients first, from the back: dropping one moves the last into its place. */
+	for (size_t i = polled; i-- > 0;) {
+		short ev = pfd[1 + i].revents;
+		if (!ev)
+			continue;
+		if (!(ev & POLLIN) || !serve_request(ctl, &ctl->clients[i], d))
+			drop_client(ctl, i);
+	}
+	if (pfd[0].revents & POLLIN)
+		accept_clients(ctl);
+}

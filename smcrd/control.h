@@ -1,0 +1,50 @@
+/*
+ * control.h - smcrd's control socket: the registry of processes using smcr,
+ * their buffer-memory grants against max_memory, status and reload requests
+ * (protocol: libsmcr/control_proto.h).
+ */
+#ifndef SMCRD_CONTROL_H
+#define SMCRD_CONTROL_H
+
+#include <limits.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct smcrd;
+
+struct smcrd_client {
+	int fd;
+	pid_t pid;
+	uid_t uid;
+	uint64_t granted;               /* bytes of buffer memory it holds */
+	bool registered;                /* a process using smcr, not a passing smcrctl */
+	char comm[16];
+};
+
+struct smcrd_control {
+	int listen_fd;
+	char path[PATH_MAX];
+	struct smcrd_client *clients;
+	size_t nclients, capacity;
+	uint64_t used;                  /* sum of all grants */
+};
+
+/* Binds RUNDIR/smcrd.sock (mode 0666: any local process may register). */
+int smcrd_control_open(struct smcrd_control *ctl);
+
+/* Closes every connection and removes the socket file. */
+void smcrd_control_close(struct smcrd_control *ctl);
+
+/* How many pollfd entries smcrd_control_pollfds fills. */
+size_t smcrd_control_npoll(const struct smcrd_control *ctl);
+
+/* Fills pfd[0 .. smcrd_control_npoll()-1]: the listener, then each client. */
+void smcrd_control_pollfds(const struct smcrd_control *ctl, struct pollfd *pfd);
+
+/* Serves what poll() reported on the entries smcrd_control_pollfds filled. */
+void smcrd_control_serve(struct smcrd_control *ctl, const struct pollfd *pfd, struct smcrd *d);
+
+#endif

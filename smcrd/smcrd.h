@@ -1,0 +1,40 @@
+/*
+ * smcrd.h - the daemon's state, and the services its parts ask of it.
+ */
+#ifndef SMCRD_H
+#define SMCRD_H
+
+#include <limits.h>
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "control.h"
+#include "pidfile.h"
+
+struct smcr_control_status;
+
+struct smcrd {
+	char conf_path[PATH_MAX];       /* absolute: smcrd leaves its start directory */
+	struct smcr_config cfg;
+	struct smcr_pidfile pidfile;
+	struct smcrd_control control;
+	int signal_fd;
+	struct pollfd *poll;            /* signal_fd, then the control socket's entries */
+	size_t poll_capacity;
+};
+
+/* max_memory in bytes. */
+uint64_t smcrd_memory_limit(const struct smcrd *d);
+
+/* A new read-only descriptor of the negotiation result map; -1 if none. */
+int smcrd_result_map(struct smcrd *d);
+
+/* Re-reads the configuration; nonzero (and why) if it was refused. */
+int smcrd_reload(struct smcrd *d, char *why, size_t size);
+
+/* Fills the daemon's part of a status reply. */
+void smcrd_describe(const struct smcrd *d, struct smcr_control_status *st);
+
+#endif

@@ -1,0 +1,92 @@
+#!/bin/bash
+# smcrd's control socket: registration, status, memory grants against
+# max_memory (refused beyond it, all returned when a process exits or is
+# killed), reload rights (root only), and libsmcr registering on its own.
+. "$(dirname "$0")/lib.sh"
+
+export SMCR_RUNDIR=$WORK/run
+conf=$WORK/smcr.conf
+cp "$(dirname "$0")/../../conf/smcr.conf" "$conf"
+"$BIN/smcrctl" -c "$conf" set max_memory=1 > /dev/null
+
+status() { "$BIN/smcrctl" status; }
+used() { status | sed -n 's/^memory: *\([0-9.]*\) MiB.*/\1/p'; }
+
+out=$(status); rc=$?
+expect_eq "status without smcrd exits" "$rc" 3
+if grep -q "not running" <<< "$out"; then pass "status says smcrd is not running"; else fail "status: $out"; fi
+
+start_bg smcrd plain "$BIN/smcrd" -f -c "$conf"
+daemon=$LAST_PID
+for _ in $(seq 50); do status > /dev/null && break; sleep 0.1; done
+out=$(status)
+if grep -q "running (pid $daemon)" <<< "$out" && grep -q "of max_memory 1 MiB" <<< "$out" &&
+   grep -q "0 registered" <<< "$out"; then
+	pass "status: running, max_memory 1 MiB, no process"
+else
+	fail "status: $out"
+fi
+
+# 1 MiB = 1048576 bytes: 600000 fits, a second 600000 does not.
+"$BIN/grant_client" --hold 600000 600000 > "$WORK/holder.out" &
+holder=$!
+BG_PIDS+=($holder)
+for _ in $(seq 50); do grep -q done "$WORK/holder.out" && break; sleep 0.1; done
+expect_eq "first grant" "$(sed -n 1p "$WORK/holder.out")" "granted 600000"
+expect_eq "grant beyond max_memory" "$(sed -n 2p "$WORK/holder.out")" "refused 600000: Cannot allocate memory"
+out=$(status)
+if grep -qE "^ +$holder +0 +600000 +grant_client" <<< "$out"; then pass "status lists the holder with its 600000 bytes"; else fail "status: $out"; fi
+
+# A process that exits returns its grants.
+expect_eq "short-lived process" "$("$BIN/grant_client" 400000 | head -1)" "granted 400000"
+expect_eq "its grant returned at exit: MiB in use" "$(used)" "0.6"
+
+# SIGKILL: the kernel closes the control socket, smcrd takes everything back.
+kill -9 "$holder"; wait "$holder" 2> /dev/null
+for _ in $(seq 50); do [ "$(used)" = "0.0" ] && break; sleep 0.1; done
+expect_eq "grants of a SIGKILLed process returned: MiB in use" "$(used)" "0.0"
+if status | grep -q "0 registered"; then pass "killed process no longer registered"; else fail "status: $(status)"; fi
+expect_eq "the whole budget is grantable again" "$("$BIN/grant_client" 1048576 | head -1)" "granted 1048576"
+
+# libsmcr registers by itself at its first TCP connection.
+python3 -m http.server 19201 --bind 127.0.0.1 > /dev/null 2>&1 &
+BG_PIDS+=($!)
+wait_port 19201
+LD_PRELOAD=$LIB python3 -c '
+import socket, time
+s = socket.create_connection(("127.0.0.1", 19201))
+time.sleep(3)' &
+client=$!
+BG_PIDS+=($client)
+for _ in $(seq 30); do status | grep -qE "^ +$client .*python3" && break; sleep 0.1; done
+if status | grep -qE "^ +$client .*python3"; then pass "a preloaded python3 registered at its first connect"; else fail "status: $(status)"; fi
+wait "$client"
+
+# Only root may reload: an unprivileged smcrctl's change is saved but refused by smcrd.
+chmod 777 "$WORK"; chmod 666 "$conf"
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/smcrctl" -c "$conf" set max_memory=2); rc=$?
+expect_eq "unprivileged set exits" "$rc" 1
+if grep -q "only root may change the configuration" <<< "$out"; then pass "smcrd refuses an unprivileged reload"; else fail "unprivileged set: $out"; fi
+if status | grep -q "of max_memory 1 MiB"; then pass "the running max_memory is unchanged"; else fail "status: $(status)"; fi
+out=$("$BIN/smcrctl" -c "$conf" set max_memory=3)
+expect_eq "root's set" "$out" "applied"
+if status | grep -q "of max_memory 3 MiB"; then pass "root's change is live"; else fail "status: $(status)"; fi
+
+# Malformed requests: the client is dropped, smcrd lives on.
+python3 - "$SMCR_RUNDIR/smcrd.sock" << 'PY'
+import socket, sys
+for junk in (b"x", b"\x01\x00\x63\x00" + bytes(268), bytes(5000)):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(sys.argv[1]); s.send(junk); s.settimeout(2)
+    try:
+        assert s.recv(100) == b""
+    except ConnectionResetError:
+        pass
+PY
+expect_eq "malformed requests get the connection closed" "$?" 0
+if kill -0 "$daemon" && status > /dev/null; then pass "smcrd still serves after malformed requests"; else fail "smcrd died"; fi
+
+# smcrd gone: grants are refused, not hung.
+kill -9 "$daemon"; wait "$daemon" 2> /dev/null
+expect_eq "grant without smcrd" "$("$BIN/grant_client" 1 | head -1)" "refused 1: Transport endpoint is not connected"
+finish
