@@ -2,7 +2,7 @@
  * init.c - libsmcr's start and end inside the application's process.
  *
  * Start: read the logging settings and arrange for forked children to count
- * their own traffic and register with smcrd on their own.  End: at SMCR_LOG=info, one line saying what was seen.
+ * their own traffic and register with smcrd on their own.
  * Nothing here may print at the default level or change the process.
  */
 #include <errno.h>
@@ -24,8 +24,9 @@ __attribute__((destructor)) static void smcr_fini(void)
 {
 	char summary[256];
 
-	if (smcr_log_level < SMCR_LOG_INFO)
-		return;
+	if (smcr_log_level < SMCR_LOG_INFO ||
+	    !(smcr_stats.tcp_listeners | smcr_stats.tcp_clients | smcr_stats.tcp_servers))
+		return;                 /* nothing to say about a process without TCP */
 	smcr_stats_format(summary, sizeof(summary));
 	smcr_log(SMCR_LOG_INFO, "%s: %s (every byte still went over TCP)",
 		 program_invocation_short_name, summary);
