@@ -2,7 +2,8 @@
  * init.c - libsmcr's start and end inside the application's process.
  *
  * Start: read the logging settings and arrange for forked children to count
- * their own traffic and register with smcrd on their own.
+ * their own traffic and register with smcrd on their own.  End: at
+ * SMCR_LOG=info, one line saying what was seen, if the process used TCP.
  * Nothing here may print at the default level or change the process.
  */
 #include <errno.h>

@@ -10,7 +10,9 @@
 #                      process goes where the caller redirects it
 #   start_bg NAME MODE CMD...   starts a server in the background, its output in
 #                      $WORK/NAME.out / $WORK/NAME.err; killed at exit
-#   wait_port PORT     waits until something listens on 127.0.0.1:PORT
+#   wait_port PORT [PID]   waits until something listens on 127.0.0.1:PORT
+#                      (gives up early if process PID, the server, exits)
+#   wait_listen PORT [PID] the same, without connecting to it
 #   stop_bg PID [SIG [SECS]]   stops such a server so that it exits cleanly
 #   summary FILE PROG [PID]    the counters of a libsmcr exit summary
 #   $PY                the distribution's python3
@@ -96,6 +98,18 @@ stop_bg() {
 wait_port() {
 	for _ in $(seq 1 100); do
 		if (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; then return 0; fi
+		if [ -n "${2:-}" ] && ! kill -0 "$2" 2>/dev/null; then break; fi
+		sleep 0.1
+	done
+	echo "FAIL: nothing listens on port $1"; FAILED=1; return 1
+}
+
+# wait_listen PORT [PID]: like wait_port, without connecting (for servers
+# that serve one connection, or count them).
+wait_listen() {
+	for _ in $(seq 1 100); do
+		if ss -Htln "sport = :$1" | grep -q .; then return 0; fi
+		if [ -n "${2:-}" ] && ! kill -0 "$2" 2>/dev/null; then break; fi
 		sleep 0.1
 	done
 	echo "FAIL: nothing listens on port $1"; FAILED=1; return 1

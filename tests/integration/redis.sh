@@ -24,7 +24,7 @@ for mode in plain smcr; do
 	start_bg "redis-$mode" "$mode" redis-server --save '' --appendonly no --port "$port" \
 		--bind 127.0.0.1 --dir "$WORK" --logfile "$WORK/redis-$mode.log"
 	srv=$LAST_PID
-	wait_port "$port" || continue
+	wait_port "$port" "$srv" || continue
 
 	run_mode "$mode" timeout 40 redis-benchmark -p "$port" -n "$N" -c "$CLIENTS" -t "$TESTS" -q \
 		> "$WORK/bench-$mode.out" 2> "$WORK/bench-$mode.err"
