@@ -1,7 +1,7 @@
 /*
  * control.c - libsmcr's side of the control socket (see control.h).
  *
- * One mutex guards the two descriptors; it is taken once per new TCP
+ * One mutex guards our three descriptors; it is taken once per new TCP
  * connection, never on the data path.  Every system call here is the C
  * library's own (REAL), so none of it is seen by our interposition, and
  * errno is the application's again when we return.
@@ -27,7 +27,7 @@
 #define RETRY_INTERVAL_S 1              /* between attempts to reach a missing smcrd */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic int ctl_fd = -1, map_fd = -1;
+static _Atomic int ctl_fd = -1, result_fd = -1, owned_fd = -1;
 static time_t next_attempt;             /* CLOCK_MONOTONIC_COARSE seconds */
 
 static time_t now_coarse(void)
@@ -52,19 +52,27 @@ static int move_high(int fd)
 	return high;
 }
 
-static void disconnect_locked(void)
+static void close_ours(_Atomic int *fd)
 {
-	if (ctl_fd >= 0)
-		REAL(close)(ctl_fd);
-	if (map_fd >= 0)
-		REAL(close)(map_fd);
-	ctl_fd = map_fd = -1;
+	if (*fd >= 0)
+		REAL(close)(*fd);
+	*fd = -1;
 }
 
-/* Sends a request and waits (bounded) for its reply; fd receives an attached descriptor. */
-static int exchange_locked(struct smcr_control_msg *m, int *fd)
+static void disconnect_locked(void)
 {
-	char control[CMSG_SPACE(sizeof(int))];
+	close_ours(&ctl_fd);
+	close_ours(&result_fd);
+	close_ours(&owned_fd);
+}
+
+/*
+ * Sends a request and waits (bounded) for its reply; fds[0..nfds-1] receive
+ * the descriptors attached to it (-1 where none came).
+ */
+static int exchange_locked(struct smcr_control_msg *m, int *fds, size_t nfds)
+{
+	char control[CMSG_SPACE(2 * sizeof(int))];
 	struct iovec iov = { m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = control, .msg_controllen = sizeof(control) };
@@ -76,8 +84,17 @@ static int exchange_locked(struct smcr_control_msg *m, int *fd)
 	    REAL(recvmsg)(ctl_fd, &mh, MSG_CMSG_CLOEXEC) != sizeof(*m))
 		return -1;
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	if (fd && cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-		memcpy(fd, CMSG_DATA(cm), sizeof(int));
+	size_t got = 0;
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+		got = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+	for (size_t i = 0; i < got; i++) {
+		int fd;
+		memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+		if (i < nfds)
+			fds[i] = fd;
+		else
+			REAL(close)(fd);        /* more than asked for: not ours to keep */
+	}
 	return 0;
 }
 
@@ -85,7 +102,7 @@ static void register_locked(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct smcr_control_msg m = { .type = SMCR_CONTROL_REGISTER };
-	int map = -1;
+	int maps[2] = { -1, -1 };
 
 	if (now_coarse() < next_attempt)
 		return;
@@ -100,18 +117,20 @@ static void register_locked(void)
 		disconnect_locked();
 		return;
 	}
-	if (exchange_locked(&m, &map) != 0 || m.result != 0) {
+	if (exchange_locked(&m, maps, 2) != 0 || m.result != 0 || maps[0] < 0 || maps[1] < 0) {
 		smcr_log(SMCR_LOG_WARN, "smcrd did not register us (%s)",
-			 m.result ? strerror(-m.result) : "no reply");
-		if (map >= 0)
-			REAL(close)(map);
+			 m.result ? strerror(-m.result) : "incomplete reply");
+		for (int i = 0; i < 2; i++)
+			if (maps[i] >= 0)
+				REAL(close)(maps[i]);
 		disconnect_locked();
 		return;
 	}
 	ctl_fd = move_high(ctl_fd);
-	map_fd = map >= 0 ? move_high(map) : -1;
-	smcr_log(SMCR_LOG_DEBUG, "registered with smcrd (control fd %d, result map fd %d)",
-		 (int)ctl_fd, (int)map_fd);
+	result_fd = move_high(maps[0]);
+	owned_fd = move_high(maps[1]);
+	smcr_log(SMCR_LOG_DEBUG, "registered with smcrd (control fd %d, map fds %d %d)",
+		 (int)ctl_fd, (int)result_fd, (int)owned_fd);
 }
 
 /* smcrd never writes unasked: a readable control socket means it has gone. */
@@ -121,9 +140,9 @@ static bool daemon_gone_locked(void)
 	return REAL(poll)(&p, 1, 0) != 0;
 }
 
-int smcr_control_result_map(void)
+bool smcr_control_maps(struct smcr_control_maps *maps)
 {
-	int saved_errno = errno, fd;
+	int saved_errno = errno;
 
 	pthread_mutex_lock(&lock);
 	if (ctl_fd >= 0 && daemon_gone_locked()) {
@@ -133,10 +152,11 @@ int smcr_control_result_map(void)
 	}
 	if (ctl_fd < 0)
 		register_locked();
-	fd = map_fd;
+	maps->result = result_fd;
+	maps->owned = owned_fd;
 	pthread_mutex_unlock(&lock);
 	errno = saved_errno;
-	return fd;
+	return maps->result >= 0;
 }
 
 int smcr_control_grant(uint64_t bytes)
@@ -148,7 +168,7 @@ int smcr_control_grant(uint64_t bytes)
 	if (ctl_fd < 0)
 		register_locked();
 	if (ctl_fd >= 0) {
-		if (exchange_locked(&m, NULL) == 0)
+		if (exchange_locked(&m, NULL, 0) == 0)
 			rc = m.result;
 		else
 			disconnect_locked();
@@ -171,19 +191,22 @@ void smcr_control_release(uint64_t bytes)
 	errno = saved_errno;
 }
 
+static bool in_range(int fd, unsigned int first, unsigned int last)
+{
+	return fd >= 0 && (unsigned int)fd >= first && (unsigned int)fd <= last;
+}
+
 void smcr_control_fds_closing(unsigned int first, unsigned int last)
 {
-	int c = ctl_fd, m = map_fd;
-
-	if (!((c >= 0 && (unsigned int)c >= first && (unsigned int)c <= last) ||
-	      (m >= 0 && (unsigned int)m >= first && (unsigned int)m <= last)))
+	if (!in_range(ctl_fd, first, last) && !in_range(result_fd, first, last) &&
+	    !in_range(owned_fd, first, last))
 		return;
 	/* The application reclaims a number we hold: it wins, we re-register later. */
 	pthread_mutex_lock(&lock);
-	if (ctl_fd >= 0 && (unsigned int)ctl_fd >= first && (unsigned int)ctl_fd <= last)
-		ctl_fd = -1;
-	if (map_fd >= 0 && (unsigned int)map_fd >= first && (unsigned int)map_fd <= last)
-		map_fd = -1;
+	_Atomic int *ours[] = { &ctl_fd, &result_fd, &owned_fd };
+	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+		if (in_range(*ours[i], first, last))
+			*ours[i] = -1;          /* the application's close() closes it */
 	disconnect_locked();
 	next_attempt = 0;
 	pthread_mutex_unlock(&lock);

@@ -14,11 +14,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* smcrd's negotiation maps, as handed to registered processes. */
+struct smcr_control_maps {
+	int result;                     /* handshake outcome per socket (read-only) */
+	int owned;                      /* where we mark our sockets (writable) */
+};
+
 /*
- * The read-only descriptor of smcrd's handshake result map, registering
- * first if needed; -1 while smcrd is not running (or has gone away).
+ * The maps, registering first if needed; false while smcrd is not running
+ * (or has gone away).
  */
-int smcr_control_result_map(void);
+bool smcr_control_maps(struct smcr_control_maps *maps);
 
 /* Reserves bytes of buffer memory: 0, -ENOMEM (max_memory reached) or -ENOTCONN. */
 int smcr_control_grant(uint64_t bytes);

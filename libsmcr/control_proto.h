@@ -27,7 +27,8 @@ static inline const char *smcr_rundir(void)
 }
 
 enum smcr_control_type {
-	SMCR_CONTROL_REGISTER = 1,      /* reply carries the result map fd (SCM_RIGHTS) */
+	SMCR_CONTROL_REGISTER = 1,      /* reply carries 2 fds (SCM_RIGHTS): the handshake
+					   result map (read-only), the ownership map */
 	SMCR_CONTROL_GRANT,             /* reserve .bytes of buffer memory */
 	SMCR_CONTROL_RELEASE,           /* give .bytes back; no reply */
 	SMCR_CONTROL_STATUS,            /* reply: struct smcr_control_status */

@@ -26,24 +26,40 @@ enum smcr_reason smcr_handshake_reason(bool has_entry, uint32_t flags)
 	return SMCR_REASON_PEERNOSMC;
 }
 
-/* One BPF_MAP_LOOKUP_ELEM keyed by our own descriptor; false if no entry. */
-static bool lookup(int map, int fd, uint32_t *flags)
+/* One bpf() call on an sk_storage map keyed by our own descriptor; false on failure. */
+static bool map_call(int cmd, int map, int fd, uint32_t *value)
 {
 	union bpf_attr attr;
 
 	memset(&attr, 0, sizeof(attr));
 	attr.map_fd = (uint32_t)map;
 	attr.key = (uint64_t)(uintptr_t)&fd;
-	attr.value = (uint64_t)(uintptr_t)flags;
-	return syscall(SYS_bpf, BPF_MAP_LOOKUP_ELEM, &attr, sizeof(attr)) == 0;
+	attr.value = (uint64_t)(uintptr_t)value;
+	return syscall(SYS_bpf, cmd, &attr, sizeof(attr)) == 0;
+}
+
+void smcr_handshake_offer(int fd)
+{
+	struct smcr_control_maps maps;
+	uint32_t mark = 1;
+	int saved_errno = errno;
+
+	if (smcr_control_maps(&maps) && !map_call(BPF_MAP_UPDATE_ELEM, maps.owned, fd, &mark))
+		smcr_log(SMCR_LOG_WARN, "fd %d: cannot mark it for SMC: %s", fd, strerror(errno));
+	errno = saved_errno;
 }
 
 void smcr_handshake_record(int fd, bool active)
 {
-	int saved_errno = errno, map = smcr_control_result_map();
+	struct smcr_control_maps maps;
+	int saved_errno = errno;
 	uint32_t flags = 0;
-	enum smcr_reason reason = map < 0 ? SMCR_REASON_NODAEMON
-					  : smcr_handshake_reason(lookup(map, fd, &flags), flags);
+	enum smcr_reason reason = SMCR_REASON_NODAEMON;
+
+	if (smcr_control_maps(&maps)) {
+		bool has_entry = map_call(BPF_MAP_LOOKUP_ELEM, maps.result, fd, &flags);
+		reason = smcr_handshake_reason(has_entry, flags);
+	}
 
 	errno = saved_errno;
 	smcr_fd_set(fd, active ? SMCR_FD_TCP_CLIENT : SMCR_FD_TCP_SERVER);

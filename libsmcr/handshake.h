@@ -1,8 +1,10 @@
 /*
  * handshake.h - what the TCP handshake decided about SMC, per connection.
  *
- * smcrd's BPF program watched the SYN and SYN-ACK (handshake_flags.h) and
- * recorded, per socket, whether both carried the RFC 7609 option.  libsmcr
+ * Before connect() or listen(), libsmcr marks the socket in smcrd's
+ * ownership map: only sockets of processes that can speak CLC may offer SMC.
+ * smcrd's BPF program then watches the SYN and SYN-ACK (handshake_flags.h)
+ * and records, per socket, whether both carried the RFC 7609 option.  libsmcr
  * asks once per connection - right after accept(), after a blocking
  * connect(), or at the first call on a socket whose non-blocking connect()
  * has since completed - with one map look-up keyed by the descriptor, and
@@ -19,6 +21,9 @@
 
 /* The outcome for a set of handshake flags (or no entry: has_entry false). */
 enum smcr_reason smcr_handshake_reason(bool has_entry, uint32_t flags);
+
+/* Marks fd (about to connect or listen) as one that may offer SMC. */
+void smcr_handshake_offer(int fd);
 
 /* Looks up, records and counts the outcome of fd's handshake. */
 void smcr_handshake_record(int fd, bool active);

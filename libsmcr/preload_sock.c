@@ -72,10 +72,13 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len)
 
 int listen(int fd, int backlog)
 {
+	bool tcp = smcr_fd_state_is_tcp(classify(fd));
+
+	if (tcp && smcr_fd_get(fd) != SMCR_FD_TCP_LISTENER)
+		smcr_handshake_offer(fd);
 	int rc = REAL(listen)(fd, backlog);
 
-	if (rc == 0 && smcr_fd_state_is_tcp(classify(fd)) &&
-	    smcr_fd_get(fd) != SMCR_FD_TCP_LISTENER) {
+	if (rc == 0 && tcp && smcr_fd_get(fd) != SMCR_FD_TCP_LISTENER) {
 		smcr_fd_set(fd, SMCR_FD_TCP_LISTENER);
 		smcr_stat_add(tcp_listeners, 1);
 		smcr_log(SMCR_LOG_DEBUG, "fd %d: TCP listener", fd);
@@ -129,11 +132,14 @@ int accept4(int lfd, struct sockaddr *addr, socklen_t *len, int flags)
 
 int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
+	enum smcr_fd_state state = classify(fd);
+
+	if (state == SMCR_FD_TCP && addr && addr->sa_family != AF_UNSPEC)
+		smcr_handshake_offer(fd);
 	int rc = REAL(connect)(fd, addr, len);
 
 	if (rc != 0 && errno != EINPROGRESS)
 		return rc;
-	enum smcr_fd_state state = classify(fd);
 	if (!smcr_fd_state_is_tcp(state))
 		return rc;
 	if (addr && addr->sa_family == AF_UNSPEC) {        /* disconnect */

@@ -407,36 +407,3 @@ int smcr_config_format_value(const struct smcr_config *cfg, const char *key, cha
 	const struct smcr_config_key *k = &smcr_config_keys[i];
 	return k->type->format((const char *)cfg + k->offset, buf, size);
 }
-
-bool smcr_config_port_allowed(const struct smcr_config *cfg, uint16_t port)
-{
-	for (size_t i = 0; i < cfg->ports.n; i++)
-		if (cfg->ports.range[i].lo <= port && port <= cfg->ports.range[i].hi)
-			return true;
-	return false;
-}
-
-static bool prefix_match(const uint8_t *a, const uint8_t *b, unsigned int bits)
-{
-	unsigned int whole = bits / 8, rest = bits % 8;
-
-	if (memcmp(a, b, whole) != 0)
-		return false;
-	return rest == 0 || ((a[whole] ^ b[whole]) & (0xff00 >> rest) & 0xff) == 0;
-}
-
-bool smcr_config_addr_allowed(const struct smcr_config *cfg, int family, const void *addr)
-{
-	const uint8_t *bytes = addr;
-
-	if (family == AF_INET6 && IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)addr)) {
-		family = AF_INET;
-		bytes += 12;
-	}
-	for (size_t i = 0; i < cfg->ip_addrs.n; i++) {
-		const struct smcr_config_addr *a = &cfg->ip_addrs.addr[i];
-		if (a->family == family && prefix_match(a->bytes, bytes, a->prefix))
-			return true;
-	}
-	return false;
-}

@@ -141,13 +141,4 @@ char *smcr_config_edit(const char *text, const char *key, const char *value);
 int smcr_config_write_atomic(const char *path, const char *new_text,
 			     struct smcr_config_error *err);
 
-/* port is in port_range_list (enabled is not looked at). */
-bool smcr_config_port_allowed(const struct smcr_config *cfg, uint16_t port);
-
-/*
- * addr (a struct in_addr or in6_addr in network order) is covered by an entry
- * of ip_addr_list.  IPv4-mapped IPv6 addresses match the IPv4 entries.
- */
-bool smcr_config_addr_allowed(const struct smcr_config *cfg, int family, const void *addr);
-
 #endif

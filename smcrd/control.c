@@ -127,21 +127,22 @@ static void accept_clients(struct smcrd_control *ctl)
 	}
 }
 
-/* Sends a reply, with fd attached if fd >= 0; false if the client must go. */
-static bool reply(const struct smcrd_client *c, const void *msg, size_t len, int fd)
+/* Sends a reply with nfds descriptors attached; false if the client must go. */
+static bool reply(const struct smcrd_client *c, const void *msg, size_t len, const int *fds,
+		  size_t nfds)
 {
-	char control[CMSG_SPACE(sizeof(int))] = { 0 };
+	char control[CMSG_SPACE(2 * sizeof(int))] = { 0 };
 	struct iovec iov = { (void *)msg, len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	if (fd >= 0) {
+	if (nfds) {
 		mh.msg_control = control;
-		mh.msg_controllen = sizeof(control);
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
 		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
 	}
 	return sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len;
 }
@@ -192,7 +193,8 @@ static bool serve_request(struct smcrd_control *ctl, struct smcrd_client *c, str
 		return false;           /* 0: the process closed its end */
 	}
 	const uint64_t limit = smcrd_memory_limit(d);
-	int fd = -1;
+	int fds[2];
+	size_t nfds = 0;
 	bool ok;
 
 	m.result = 0;
@@ -200,7 +202,10 @@ static bool serve_request(struct smcrd_control *ctl, struct smcrd_client *c, str
 	switch (m.type) {
 	case SMCR_CONTROL_REGISTER:
 		c->registered = true;
-		fd = smcrd_result_map(d);       /* none: the process learns no handshake */
+		if (smcrd_negotiation_maps(d, fds) == 0)
+			nfds = 2;
+		else
+			m.result = -ENOENT;
 		break;
 	case SMCR_CONTROL_GRANT:
 		c->registered = true;
@@ -218,7 +223,7 @@ static bool serve_request(struct smcrd_control *ctl, struct smcrd_client *c, str
 		st.head = m;
 		st.head.bytes = ctl->used;
 		st.head.limit = limit;
-		return reply(c, &st, sizeof(st), -1);
+		return reply(c, &st, sizeof(st), NULL, 0);
 	case SMCR_CONTROL_RELOAD:
 		if (c->uid != 0) {
 			m.result = -EPERM;
@@ -234,9 +239,9 @@ static bool serve_request(struct smcrd_control *ctl, struct smcrd_client *c, str
 	}
 	m.bytes = ctl->used;
 	m.limit = limit;
-	ok = reply(c, &m, sizeof(m), fd);
-	if (fd >= 0)
-		close(fd);
+	ok = reply(c, &m, sizeof(m), fds, nfds);
+	for (size_t i = 0; i < nfds; i++)
+		close(fds[i]);
 	return ok;
 }
 

@@ -1,12 +1,14 @@
 /*
  * smcrd.c - the smcr daemon: options, start-up, and the event loop.
  *
- *   smcrd [-f] [-c FILE]
+ *   smcrd [-f] [-c FILE] [-C CGROUP]
  *
  * One smcrd per host (see pidfile.h).  It loads and validates smcr.conf, keeps
  * it while it runs and reloads it on SIGHUP: a valid new file replaces the
  * running configuration as a whole, an invalid one is refused with its reason
  * and the running configuration stays.  SIGTERM and SIGINT end it cleanly.
+ * Its sock_ops program (negotiation.h) runs from start to exit, whatever the
+ * exit; a reload gives it the new policy.
  *
  * The loop polls a signalfd and the control socket (control.c), where
  * processes register, take and return buffer memory, and smcrctl asks for
@@ -26,14 +28,17 @@
 #include <unistd.h>
 
 #include "control_proto.h"
+#include "negotiation.h"
 #include "smcrd.h"
 #include "smcrd_log.h"
 
 static const char usage[] =
-	"usage: smcrd [-f] [-c FILE]\n"
+	"usage: smcrd [-f] [-c FILE] [-C CGROUP]\n"
 	"The smcr daemon: holds the host's SMC configuration (reloaded on SIGHUP).\n"
 	"\n"
 	"  -c FILE    configuration file (default: $SMCR_CONF, else " SMCR_CONF_DEFAULT ")\n"
+	"  -C, --cgroup DIR  attach the negotiation program to this cgroup v2 directory\n"
+	"             (default: the cgroup v2 root, so every process)\n"
 	"  -f         stay in the foreground and log to stderr (else detach, log to syslog)\n"
 	"  -h, --help this text\n"
 	"\n"
@@ -52,10 +57,16 @@ uint64_t smcrd_memory_limit(const struct smcrd *d)
 	return (uint64_t)d->cfg.max_memory_mb << 20;
 }
 
-int smcrd_result_map(struct smcrd *d)
+int smcrd_negotiation_maps(struct smcrd *d, int fds[2])
 {
-	(void)d;
-	errno = ENOENT;
+	fds[0] = smcr_negotiation_result_map_ro(d->negotiation);
+	fds[1] = smcr_negotiation_owned_map(d->negotiation);
+	if (fds[0] >= 0 && fds[1] >= 0)
+		return 0;
+	if (fds[0] >= 0)
+		close(fds[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
 	return -1;
 }
 
@@ -63,6 +74,8 @@ void smcrd_describe(const struct smcrd *d, struct smcr_control_status *st)
 {
 	st->daemon_pid = (int32_t)getpid();
 	st->enabled = d->cfg.enabled;
+	st->prog_id = smcr_negotiation_prog_id(d->negotiation);
+	snprintf(st->cgroup, sizeof(st->cgroup), "%s", smcr_negotiation_cgroup(d->negotiation));
 	snprintf(st->conf_path, sizeof(st->conf_path), "%s", d->conf_path);
 }
 
@@ -75,6 +88,11 @@ int smcrd_reload(struct smcrd *d, char *why, size_t size)
 		smcrd_log(LOG_WARNING, "reload refused: %s; keeping the running configuration",
 			  err.message);
 		snprintf(why, size, "%s", err.message);
+		return -1;
+	}
+	if (smcr_negotiation_apply(d->negotiation, &fresh)) {
+		snprintf(why, size, "installing the new policy: %s", strerror(errno));
+		smcrd_log(LOG_WARNING, "reload refused: %s; keeping the running configuration", why);
 		return -1;
 	}
 	d->cfg = fresh;
@@ -184,9 +202,10 @@ static int absolute_path(const char *path, char *buf, size_t size)
 }
 
 /* Everything up to the loop; nonzero: the exit status. */
-static int start(struct smcrd *d, const char *conf, bool foreground)
+static int start(struct smcrd *d, const char *conf, const char *cgroup, bool foreground)
 {
 	struct smcr_config_error err;
+	char why[512];
 	sigset_t signals;
 	pid_t holder;
 	int ready_fd = -1;
@@ -216,6 +235,14 @@ static int start(struct smcrd *d, const char *conf, bool foreground)
 		return 1;
 	}
 	smcrd_log_set_level(d->cfg.log_level);
+	/* Before detaching, so that a failure still reaches the terminal. */
+	d->negotiation = smcr_negotiation_start(&d->cfg, cgroup, why, sizeof(why));
+	if (!d->negotiation) {
+		smcrd_log(LOG_ERR, "cannot negotiate SMC without the sock_ops program: %s", why);
+		return 1;
+	}
+	smcrd_log(LOG_NOTICE, "attached sock_ops program (id %u) to %s",
+		  smcr_negotiation_prog_id(d->negotiation), smcr_negotiation_cgroup(d->negotiation));
 	if (!foreground) {
 		if (daemonize(&ready_fd)) {
 			smcrd_log(LOG_ERR, "cannot detach: %s", strerror(errno));
@@ -247,18 +274,23 @@ static int start(struct smcrd *d, const char *conf, bool foreground)
 int main(int argc, char **argv)
 {
 	static const struct option long_options[] = {
+		{ "cgroup", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct smcrd d = { .pidfile.fd = -1, .control.listen_fd = -1, .signal_fd = -1 };
 	const char *conf = smcr_config_default_path();
+	const char *cgroup = NULL;
 	bool foreground = false;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "c:fh", long_options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:C:fh", long_options, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			conf = optarg;
+			break;
+		case 'C':
+			cgroup = optarg;
 			break;
 		case 'f':
 			foreground = true;
@@ -275,10 +307,11 @@ int main(int argc, char **argv)
 		fputs(usage, stderr);
 		return 2;
 	}
-	int status = start(&d, conf, foreground);
+	int status = start(&d, conf, cgroup, foreground);
 	if (!status)
 		status = run(&d);
 	smcrd_control_close(&d.control);
+	smcr_negotiation_stop(d.negotiation);
 	free(d.poll);
 	smcr_pidfile_release(&d.pidfile);
 	return status;

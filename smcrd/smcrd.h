@@ -14,12 +14,14 @@
 #include "pidfile.h"
 
 struct smcr_control_status;
+struct smcr_negotiation;
 
 struct smcrd {
 	char conf_path[PATH_MAX];       /* absolute: smcrd leaves its start directory */
 	struct smcr_config cfg;
 	struct smcr_pidfile pidfile;
 	struct smcrd_control control;
+	struct smcr_negotiation *negotiation;   /* the sock_ops program and its policy */
 	int signal_fd;
 	struct pollfd *poll;            /* signal_fd, then the control socket's entries */
 	size_t poll_capacity;
@@ -28,8 +30,11 @@ struct smcrd {
 /* max_memory in bytes. */
 uint64_t smcrd_memory_limit(const struct smcrd *d);
 
-/* A new read-only descriptor of the negotiation result map; -1 if none. */
-int smcrd_result_map(struct smcrd *d);
+/*
+ * New descriptors for a registering process: fds[0] the handshake result map
+ * (read-only), fds[1] the ownership map (writable).  0, or -1 with none made.
+ */
+int smcrd_negotiation_maps(struct smcrd *d, int fds[2]);
 
 /* Re-reads the configuration; nonzero (and why) if it was refused. */
 int smcrd_reload(struct smcrd *d, char *why, size_t size);

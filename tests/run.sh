@@ -1,8 +1,9 @@
 #!/bin/bash
 # run.sh - install what is missing, build, and run every test.
 #
-# Two builds: Release (everything, integration tests with real programs) and
-# ASan+UBSan (the unit tests under the sanitizers).
+# Three builds: Release (everything, integration tests with real programs),
+# ASan+UBSan (the unit tests under the sanitizers) and clang with libFuzzer
+# (the wire decoders fuzzed for 20 s each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -15,5 +16,9 @@ cmake --build build -j"$jobs"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSMCR_SANITIZE=ON > /dev/null
 cmake --build build-asan -j"$jobs"
 ctest --test-dir build-asan -L unit --output-on-failure
+
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DSMCR_FUZZ=ON > /dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzz_clc fuzz_cdc
+ctest --test-dir build-fuzz -L fuzz --output-on-failure
 
 ctest --test-dir build --output-on-failure -j"$jobs"

@@ -8,7 +8,8 @@ build=(cmake make gcc pkg-config libc6-dev
        libibverbs-dev librdmacm-dev libnl-3-dev libnl-route-3-dev
        libcmocka-dev clang libbpf-dev linux-libc-dev
        redis-server redis-tools)
-tests=(iperf3 sockperf socat curl python3 procps iproute2)
+tests=(iperf3 sockperf socat curl python3 procps iproute2 tcpdump util-linux
+       libclang-rt-14-dev)
 
 want=("${build[@]}")
 [ "${1:-}" = --test ] && want+=("${tests[@]}")
