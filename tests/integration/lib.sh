@@ -16,6 +16,8 @@
 #   stop_bg PID [SIG [SECS]]   stops such a server so that it exits cleanly
 #   summary FILE PROG [PID]    the counters of a libsmcr exit summary
 #   $PY                the distribution's python3
+#   wait_for FILE PATTERN, capture FILE FILTER, option_on_wire FILE PORT
+#                      (packet captures: see below)
 #   pass MSG / fail MSG / finish
 set -u
 BUILD=$(cd "${1:?usage: $0 BUILD_DIR}" && pwd)
@@ -140,4 +142,35 @@ expect_at_least() {
 
 expect_eq() {
 	if [ "$2" = "$3" ]; then pass "$1: $2"; else fail "$1: got '$2', expected '$3'"; fi
+}
+
+# wait_for FILE PATTERN: up to 5 s for PATTERN in FILE.
+wait_for() {
+	for _ in $(seq 50); do
+		grep -q -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# capture FILE FILTER [PREFIX...]: loopback TCP packets matching FILTER (a
+# pcap filter such as "portrange 17000-17099") go to FILE until exit.
+capture() {
+	local file=$1 filter=$2
+	shift 2
+	"$@" tcpdump -i lo -nn -U --immediate-mode -w "$file" "tcp and ($filter)" 2> "$file.err" &
+	BG_PIDS+=($!)
+	wait_for "$file.err" "listening on" || fail "tcpdump: $(cat "$file.err")"
+}
+
+# option_on_wire FILE PORT: whether the last SYN and SYN-ACK on PORT in the
+# capture FILE carried the SMC-R option (fe 06 e2 d4 c3 d9): "SYN=1 SYN-ACK=0".
+option_on_wire() {
+	tcpdump -r "$1" -nn -x "tcp port $2" 2>/dev/null | awk '
+		function done() { if (kind == "S") syn = index(hex, "fe06e2d4c3d9") > 0
+				  if (kind == "S.") synack = index(hex, "fe06e2d4c3d9") > 0 }
+		/^[0-9]/ { done(); match($0, /Flags \[[^]]*\]/)
+			   kind = substr($0, RSTART + 7, RLENGTH - 8); hex = ""; next }
+			 { for (i = 2; i <= NF; i++) hex = hex $i }
+		END	 { done(); print "SYN=" syn + 0 " SYN-ACK=" synack + 0 }'
 }

@@ -32,12 +32,10 @@ NETNS=smcr-wire.$$
 export SMCR_RUNDIR=$WORK/run
 unset SMCR_CONF
 DAEMON= PROG= CAP=
-TCPDUMPS=()
 SERVER_RUN=() CLIENT_RUN=()     # prefixes: where server and client run
 
 on_exit() {
 	[ -n "$DAEMON" ] && { kill -9 "$DAEMON"; wait "$DAEMON"; } 2>/dev/null
-	for pid in "${TCPDUMPS[@]}"; do kill "$pid" 2>/dev/null; done
 	ip netns del "$NETNS" 2>/dev/null
 	[ -d "$TESTCG" ] && rmdir "$TESTCG"
 	cleanup
@@ -47,15 +45,6 @@ trap on_exit EXIT
 write_conf() {
 	printf 'enabled = %s\nip_addr_list = 127.0.0.1 ::1\nport_range_list = 17000-17019\n' \
 		"$1" > "$CONF"
-}
-
-# wait_for FILE PATTERN: up to 5 s for PATTERN in FILE.
-wait_for() {
-	for _ in $(seq 50); do
-		grep -q -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
 }
 
 # start_daemon [ARGS...]: smcrd -f in the background; sets DAEMON and PROG.
@@ -95,23 +84,12 @@ handshake() {
 	SERVER=$(grep -v listening "$WORK/server.out")
 }
 
-# The last SYN and SYN-ACK captured on PORT: "SYN=1 SYN-ACK=0" (1: the option was in it).
-option_on_wire() {
-	tcpdump -r "$CAP" -nn -x "tcp port $1" 2>/dev/null | awk '
-		function done() { if (kind == "S") syn = index(hex, "fe06e2d4c3d9") > 0
-				  if (kind == "S.") synack = index(hex, "fe06e2d4c3d9") > 0 }
-		/^[0-9]/ { done(); match($0, /Flags \[[^]]*\]/)
-			   kind = substr($0, RSTART + 7, RLENGTH - 8); hex = ""; next }
-			 { for (i = 2; i <= NF; i++) hex = hex $i }
-		END	 { done(); print "SYN=" syn + 0 " SYN-ACK=" synack + 0 }'
-}
-
 # check WHAT PORT SERVER_ADDR CLIENT_ADDR SRC WIRE CLIENT_FLAGS SERVER_FLAGS
 check() {
 	local what=$1 port=$2 wire
 	handshake "$port" "$3" "$4" $5
 	for _ in $(seq 50); do       # the capture lags the connection a little
-		wire=$(option_on_wire "$port")
+		wire=$(option_on_wire "$CAP" "$port")
 		tcpdump -r "$CAP" -nn "tcp port $port" 2>/dev/null | grep -qF 'Flags [S.]' && break
 		sleep 0.1
 	done
@@ -123,18 +101,8 @@ counter() {     # counter N: the program's counter N (enum smcr_sockops_counter)
 	"$PROBE" counters "$PROG" | cut -d' ' -f$(($1 + 1))
 }
 
-# capture FILE [PREFIX...]: from now on, packets of our ports go to FILE (CAP).
-capture() {
-	local file=$1
-	shift
-	"$@" tcpdump -i lo -nn -U --immediate-mode -w "$file" 'tcp portrange 17000-17099' \
-		2> "$file.err" &
-	TCPDUMPS+=($!)
-	CAP=$file
-	wait_for "$file.err" "listening on" || fail "tcpdump: $(cat "$file.err")"
-}
-
-capture "$WORK/host.pcap"
+capture "$WORK/host.pcap" "portrange 17000-17099"
+CAP=$WORK/host.pcap
 write_conf 1
 start_daemon
 if grep -q "attached sock_ops program (id $PROG) to $CG2\$" "$WORK/smcrd.log"; then
@@ -170,7 +138,8 @@ check "enabled = 1 again (SIGHUP)" 17006 ::1 ::1 "" "SYN=1 SYN-ACK=1" 0x1d 0x1e
 # Network namespaces: their own sysctls, the same cgroup (and so program).
 ip netns add "$NETNS" && ip -n "$NETNS" link set lo up || fail "ip netns add $NETNS"
 SERVER_RUN=(ip netns exec "$NETNS") CLIENT_RUN=(ip netns exec "$NETNS")
-capture "$WORK/netns.pcap" ip netns exec "$NETNS"
+capture "$WORK/netns.pcap" "portrange 17000-17099" ip netns exec "$NETNS"
+CAP=$WORK/netns.pcap
 ip netns exec "$NETNS" sysctl -qw net.ipv4.tcp_syncookies=2
 cookies=$(counter 3)
 # 0x42: PASSIVE|SYNCOOKIE (no saved SYN to learn from).

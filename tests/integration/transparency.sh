@@ -26,6 +26,28 @@ summary=$(grep -o 'tcp: .* connections' "$WORK/smcr.err")
 expect_eq "libsmcr summary" "$summary" "tcp: 1 listener, 2 client, 1 server connections"
 if [ -s "$WORK/plain.err" ]; then fail "stderr without preload: $(cat "$WORK/plain.err")"; fi
 
+# With smcrd running, libsmcr registers, marks its sockets and looks up each
+# handshake: still not a single visible difference (its descriptors stay out
+# of the application's way), and the probe's own connection negotiated SMC.
+if [ "$(id -u)" = 0 ]; then
+	export SMCR_RUNDIR=$WORK/run
+	printf 'enabled = 1\nip_addr_list = 127.0.0.1 ::1\nport_range_list = 1-65535\n' > "$WORK/smcr.conf"
+	start_bg smcrd plain "$BIN/smcrd" -f -c "$WORK/smcr.conf"
+	wait_for "$WORK/smcrd.err" "loaded" || fail "smcrd: $(cat "$WORK/smcrd.err")"
+	LD_PRELOAD=$LIB SMCR_LOG=info timeout 60 "$probe" > "$WORK/smcrd.out" 2> "$WORK/smcrd-probe.err"
+	if diff -u "$WORK/plain.out" "$WORK/smcrd.out"; then
+		pass "identical output with smcrd running"
+	else
+		fail "output differs with smcrd running"
+	fi
+	summary=$(grep -o 'smc: .* negotiated' "$WORK/smcrd-probe.err")
+	expect_eq "handshakes negotiated with smcrd" "$summary" "smc: 1 client, 1 server negotiated"
+	kill "$LAST_PID"; wait "$LAST_PID" 2> /dev/null
+	unset SMCR_RUNDIR
+else
+	fail "not root: the run with smcrd (a BPF program) was not tried"
+fi
+
 # At the default log level the library prints nothing.
 LD_PRELOAD=$LIB timeout 60 "$probe" > /dev/null 2> "$WORK/quiet.err"
 if [ -s "$WORK/quiet.err" ]; then fail "library printed at the default level: $(head -3 "$WORK/quiet.err")"; else pass "silent at the default log level"; fi
