@@ -62,6 +62,7 @@ struct smcr_control_status {
 	uint32_t enabled;
 	char conf_path[PATH_MAX];
 	char cgroup[PATH_MAX];          /* where the program is attached */
+	char addrs[1024];               /* ip_addr_list entries and their interfaces */
 	struct smcr_control_proc procs[SMCR_CONTROL_STATUS_PROCS];
 };
 

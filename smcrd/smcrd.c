@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "control_proto.h"
+#include "interfaces.h"
 #include "negotiation.h"
 #include "smcrd.h"
 #include "smcrd_log.h"
@@ -77,6 +78,7 @@ void smcrd_describe(const struct smcrd *d, struct smcr_control_status *st)
 	st->prog_id = smcr_negotiation_prog_id(d->negotiation);
 	snprintf(st->cgroup, sizeof(st->cgroup), "%s", smcr_negotiation_cgroup(d->negotiation));
 	snprintf(st->conf_path, sizeof(st->conf_path), "%s", d->conf_path);
+	smcrd_interfaces_describe(d->interfaces, &d->cfg, st->addrs, sizeof(st->addrs));
 }
 
 int smcrd_reload(struct smcrd *d, char *why, size_t size)
@@ -98,6 +100,7 @@ int smcrd_reload(struct smcrd *d, char *why, size_t size)
 	d->cfg = fresh;
 	smcrd_log_set_level(d->cfg.log_level);
 	announce("reloaded", d);
+	smcrd_interfaces_check(d->interfaces, &d->cfg, true);
 	return 0;
 }
 
@@ -118,10 +121,12 @@ static bool on_signals(struct smcrd *d)
 	return true;
 }
 
-/* The poll table for this round: signals, then the control socket's entries. */
+enum { POLL_SIGNALS, POLL_INTERFACES, POLL_CONTROL };
+
+/* The poll table for this round: signals, address changes, the control socket's entries. */
 static int fill_poll(struct smcrd *d, size_t *n)
 {
-	*n = 1 + smcrd_control_npoll(&d->control);
+	*n = POLL_CONTROL + smcrd_control_npoll(&d->control);
 	if (*n > d->poll_capacity) {
 		void *grown = realloc(d->poll, *n * 2 * sizeof(*d->poll));
 		if (!grown)
@@ -129,8 +134,10 @@ static int fill_poll(struct smcrd *d, size_t *n)
 		d->poll = grown;
 		d->poll_capacity = *n * 2;
 	}
-	d->poll[0] = (struct pollfd){ .fd = d->signal_fd, .events = POLLIN };
-	smcrd_control_pollfds(&d->control, &d->poll[1]);
+	d->poll[POLL_SIGNALS] = (struct pollfd){ .fd = d->signal_fd, .events = POLLIN };
+	d->poll[POLL_INTERFACES] = (struct pollfd){ .fd = smcrd_interfaces_fd(d->interfaces),
+						    .events = POLLIN };
+	smcrd_control_pollfds(&d->control, &d->poll[POLL_CONTROL]);
 	return 0;
 }
 
@@ -148,9 +155,11 @@ static int run(struct smcrd *d)
 			smcrd_log(LOG_ERR, "poll: %s", strerror(errno));
 			return 1;
 		}
-		if (d->poll[0].revents && !on_signals(d))
+		if (d->poll[POLL_SIGNALS].revents && !on_signals(d))
 			return 0;
-		smcrd_control_serve(&d->control, &d->poll[1], d);
+		if (d->poll[POLL_INTERFACES].revents)
+			smcrd_interfaces_update(d->interfaces, &d->cfg);
+		smcrd_control_serve(&d->control, &d->poll[POLL_CONTROL], d);
 	}
 }
 
@@ -263,7 +272,13 @@ static int start(struct smcrd *d, const char *conf, const char *cgroup, bool for
 		smcrd_log(LOG_ERR, "control socket %s: %s", d->control.path, strerror(errno));
 		return 1;
 	}
+	d->interfaces = smcrd_interfaces_open(why, sizeof(why));
+	if (!d->interfaces) {
+		smcrd_log(LOG_ERR, "%s", why);
+		return 1;
+	}
 	announce("loaded", d);
+	smcrd_interfaces_check(d->interfaces, &d->cfg, true);
 	if (ready_fd >= 0) {
 		(void)!write(ready_fd, "", 1);
 		close(ready_fd);
@@ -312,6 +327,7 @@ int main(int argc, char **argv)
 		status = run(&d);
 	smcrd_control_close(&d.control);
 	smcr_negotiation_stop(d.negotiation);
+	smcrd_interfaces_close(d.interfaces);
 	free(d.poll);
 	smcr_pidfile_release(&d.pidfile);
 	return status;

@@ -14,6 +14,7 @@
 #include "pidfile.h"
 
 struct smcr_control_status;
+struct smcrd_interfaces;
 struct smcr_negotiation;
 
 struct smcrd {
@@ -22,8 +23,9 @@ struct smcrd {
 	struct smcr_pidfile pidfile;
 	struct smcrd_control control;
 	struct smcr_negotiation *negotiation;   /* the sock_ops program and its policy */
+	struct smcrd_interfaces *interfaces;
 	int signal_fd;
-	struct pollfd *poll;            /* signal_fd, then the control socket's entries */
+	struct pollfd *poll;            /* see fill_poll() in smcrd.c */
 	size_t poll_capacity;
 };
 

@@ -149,6 +149,7 @@ static int cmd_status(void)
 	}
 	printf("smcrd:       running (pid %d), configuration %s\n", st.daemon_pid, st.conf_path);
 	printf("enabled:     %u\n", st.enabled);
+	printf("addresses:   %s\n", st.addrs[0] ? st.addrs : "none (ip_addr_list is empty)");
 	if (st.prog_id)
 		printf("negotiation: sock_ops program %u attached to %s\n", st.prog_id, st.cgroup);
 	else

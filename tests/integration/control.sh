@@ -7,7 +7,7 @@
 export SMCR_RUNDIR=$WORK/run
 conf=$WORK/smcr.conf
 cp "$(dirname "$0")/../../conf/smcr.conf" "$conf"
-"$BIN/smcrctl" -c "$conf" set max_memory=1 > /dev/null
+"$BIN/smcrctl" -c "$conf" set max_memory=1 "ip_addr_list=127.0.0.1 ::1 10.213.7.1" > /dev/null
 
 status() { "$BIN/smcrctl" status; }
 used() { status | sed -n 's/^memory: *\([0-9.]*\) MiB.*/\1/p'; }
@@ -25,6 +25,28 @@ if grep -q "running (pid $daemon)" <<< "$out" && grep -q "of max_memory 1 MiB" <
 	pass "status: running, max_memory 1 MiB, no process"
 else
 	fail "status: $out"
+fi
+
+# ip_addr_list entries are checked against the host's addresses, live (rtnetlink).
+if grep -q "ip_addr_list entry 10.213.7.1 is on no interface" "$WORK/smcrd.err"; then
+	pass "smcrd warns about an ip_addr_list entry on no interface"
+else
+	fail "no warning for 10.213.7.1: $(cat "$WORK/smcrd.err")"
+fi
+addrs() { status | sed -n 's/^addresses: *//p'; }
+expect_eq "status: addresses and interfaces" "$(addrs)" "127.0.0.1 lo, ::1 lo, 10.213.7.1 -"
+veth=smcrc$$
+if ip link add "$veth" type veth peer name "${veth}p" && ip addr add 10.213.7.1/24 dev "$veth"; then
+	for _ in $(seq 30); do addrs | grep -q "10.213.7.1 $veth" && break; sleep 0.1; done
+	expect_eq "status after the address appeared" "$(addrs)" "127.0.0.1 lo, ::1 lo, 10.213.7.1 $veth"
+	wait_for "$WORK/smcrd.err" "10.213.7.1 is on an interface again" &&
+		pass "smcrd noticed the address appear" || fail "no notice: $(cat "$WORK/smcrd.err")"
+	ip link del "$veth"
+	for _ in $(seq 30); do addrs | grep -q "10.213.7.1 -" && break; sleep 0.1; done
+	expect_eq "status after the interface went" "$(addrs)" "127.0.0.1 lo, ::1 lo, 10.213.7.1 -"
+	expect_eq "warnings about 10.213.7.1" "$(grep -c '10.213.7.1 is on no interface' "$WORK/smcrd.err")" 2
+else
+	fail "cannot create a veth pair to add an address"
 fi
 
 # 1 MiB = 1048576 bytes: 600000 fits, a second 600000 does not.
