@@ -46,16 +46,15 @@ outcome() {
 # case NAME PORT ADDR SERVER_MODE CLIENT_MODE CLIENT(curl|urllib) WIRE SERVER_SAYS CLIENT_SAYS
 case_() {
 	local name=$1 port=$2 addr=$3 smode=$4 cmode=$5 client=$6 url code
-	local serr=$WORK/$port.server.err cerr=$WORK/$port.client.err
-	run_mode "$smode" python3 -m http.server "$port" --bind "$addr" > /dev/null 2> "$serr" &
-	local server=$!
-	BG_PIDS+=($server)
+	local serr=$WORK/$port.server.err cerr=$WORK/$port.client.err server
+	start_bg "$port.server" "$smode" "$PY" -m http.server "$port" --bind "$addr"
+	server=$LAST_PID
 	wait_listen "$port" "$server" || return
 	case $addr in *:*) url="http://[$addr]:$port/" ;; *) url="http://$addr:$port/" ;; esac
 	if [ "$client" = curl ]; then
 		code=$(run_mode "$cmode" timeout 20 curl -s -o /dev/null -w '%{http_code}' "$url" 2> "$cerr")
 	else
-		code=$(run_mode "$cmode" timeout 20 python3 -c '
+		code=$(run_mode "$cmode" timeout 20 "$PY" -c '
 import sys, urllib.request
 print(urllib.request.urlopen(sys.argv[1]).status)' "$url" 2> "$cerr")
 	fi
