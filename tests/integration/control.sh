@@ -71,10 +71,10 @@ if status | grep -q "0 registered"; then pass "killed process no longer register
 expect_eq "the whole budget is grantable again" "$("$BIN/grant_client" 1048576 | head -1)" "granted 1048576"
 
 # libsmcr registers by itself at its first TCP connection.
-python3 -m http.server 19201 --bind 127.0.0.1 > /dev/null 2>&1 &
+"$PY" -m http.server 19201 --bind 127.0.0.1 > /dev/null 2>&1 &
 BG_PIDS+=($!)
 wait_port 19201
-LD_PRELOAD=$LIB python3 -c '
+LD_PRELOAD=$LIB "$PY" -c '
 import socket, time
 s = socket.create_connection(("127.0.0.1", 19201))
 time.sleep(3)' &
@@ -95,7 +95,7 @@ expect_eq "root's set" "$out" "applied"
 if status | grep -q "of max_memory 3 MiB"; then pass "root's change is live"; else fail "status: $(status)"; fi
 
 # Malformed requests: the client is dropped, smcrd lives on.
-python3 - "$SMCR_RUNDIR/smcrd.sock" << 'PY'
+"$PY" - "$SMCR_RUNDIR/smcrd.sock" << 'PY'
 import socket, sys
 for junk in (b"x", b"\x01\x00\x63\x00" + bytes(268), bytes(5000)):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
