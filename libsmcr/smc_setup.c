@@ -1,0 +1,265 @@
+/*
+ * smc_setup.c - the CLC exchange (smc_setup.h).
+ *
+ * Every read and write is the C library's own on the application's TCP
+ * socket, with MSG_DONTWAIT: waiting is done here with poll(), bounded by
+ * the caller's wait and by the CLC timeout.  Errno is the caller's business:
+ * it is saved and restored around every step.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "log.h"
+#include "real.h"
+#include "smc_setup.h"
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void start(struct smc_setup *s, enum smc_setup_state state, int sock, uint64_t gid,
+		  const struct smc_setup_transport *transport)
+{
+	*s = (struct smc_setup){ .state = state, .sock = sock, .gid = gid,
+				 .transport = *transport, .need = SMC_CLC_HDR_LEN,
+				 .deadline_ms = now_ms() + SMC_CLC_WAIT_MS };
+}
+
+void smc_setup_client(struct smc_setup *s, int sock, uint64_t gid,
+		      const struct smc_setup_transport *transport)
+{
+	start(s, SMC_SETUP_CLIENT_START, sock, gid, transport);
+}
+
+void smc_setup_server(struct smc_setup *s, int sock, uint64_t gid,
+		      const struct smc_setup_transport *transport)
+{
+	start(s, SMC_SETUP_SERVER_WAIT_PROPOSAL, sock, gid, transport);
+}
+
+/* Ends the exchange; a buffer prepared for a connection not on SMC is given up. */
+static enum smc_setup_state finish(struct smc_setup *s, enum smc_setup_state state,
+				   enum smcr_reason reason)
+{
+	if (state != SMC_SETUP_DONE && s->prepared) {
+		s->transport.abandon(s->transport.ctx);
+		s->prepared = false;
+	}
+	s->state = state;
+	s->reason = reason;
+	return state;
+}
+
+/* Writes a whole message before the CLC deadline; false if it could not. */
+static bool send_msg(struct smc_setup *s, const uint8_t *msg, int len)
+{
+	for (int sent = 0; len > 0 && sent < len;) {
+		ssize_t n = REAL(send)(s->sock, msg + sent, (size_t)(len - sent),
+				       MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n > 0) {
+			sent += (int)n;
+			continue;
+		}
+		int left = (int)(s->deadline_ms - now_ms());
+		struct pollfd p = { .fd = s->sock, .events = POLLOUT };
+		if ((n < 0 && errno != EAGAIN && errno != EINTR) || left <= 0 ||
+		    REAL(poll)(&p, 1, left) < 0)
+			return false;
+	}
+	return len > 0;
+}
+
+/* Declines with reason and leaves the connection on TCP. */
+static enum smc_setup_state decline(struct smc_setup *s, enum smcr_reason reason)
+{
+	struct smc_clc_decline d = { .peer_diagnosis = smcr_reason_code(reason) };
+	uint8_t msg[SMC_CLC_DECLINE_LEN];
+	int len = smc_clc_encode_decline(msg, sizeof(msg), &d);
+
+	if (!send_msg(s, msg, len))
+		return finish(s, SMC_SETUP_RESET, reason);      /* the peer waits for a message */
+	return finish(s, SMC_SETUP_FALLBACK, reason);
+}
+
+/* The peer declined: we stay on TCP too. */
+static enum smc_setup_state declined(struct smc_setup *s, const struct smc_clc_decline *d)
+{
+	s->peer_diagnosis = d->peer_diagnosis;
+	smcr_log(SMCR_LOG_DEBUG, "peer declined SMC: 0x%08x", d->peer_diagnosis);
+	return finish(s, SMC_SETUP_FALLBACK, SMCR_REASON_PEERDECL);
+}
+
+/*
+ * Reads the next message without blocking, header first so that not one
+ * byte past it is taken from the stream.  1: whole message in s->buf;
+ * 0: not yet; -1: the stream ended or failed (reason in *why).
+ */
+static int receive(struct smc_setup *s, enum smcr_reason *why)
+{
+	while (s->have < s->need) {
+		ssize_t n = REAL(recv)(s->sock, s->buf + s->have, s->need - s->have, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return 0;
+		if (n <= 0) {
+			*why = SMCR_REASON_SYNCERR;     /* closed or reset mid-exchange */
+			return -1;
+		}
+		s->have += (size_t)n;
+		if (s->have == SMC_CLC_HDR_LEN && s->need == SMC_CLC_HDR_LEN &&
+		    (*why = smc_clc_frame_length(s->buf, &s->need)) != SMCR_REASON_NONE)
+			return -1;
+	}
+	return 1;
+}
+
+/* The next message, waiting up to wait_ms; 1, 0 (not yet) or -1 (state final). */
+static int next_msg(struct smc_setup *s, int wait_ms, struct smc_clc_msg *msg)
+{
+	enum smcr_reason why = SMCR_REASON_NONE;
+	int got;
+
+	for (;;) {
+		got = receive(s, &why);
+		if (got)
+			break;
+		int64_t left = s->deadline_ms - now_ms();
+		if (left <= 0) {
+			finish(s, SMC_SETUP_RESET, SMCR_REASON_TIMEOUT_CL);
+			return -1;
+		}
+		if (wait_ms <= 0)
+			return 0;
+		struct pollfd p = { .fd = s->sock, .events = POLLIN };
+		int64_t until = now_ms() + wait_ms;
+		if (REAL(poll)(&p, 1, (int)(left < wait_ms ? left : wait_ms)) < 0 && errno != EINTR) {
+			finish(s, SMC_SETUP_RESET, SMCR_REASON_INTERR);
+			return -1;
+		}
+		wait_ms = (int)(until - now_ms());
+	}
+	if (got > 0 && (why = smc_clc_decode(s->buf, s->have, msg)) == SMCR_REASON_NONE) {
+		s->have = 0;
+		s->need = SMC_CLC_HDR_LEN;
+		s->deadline_ms = now_ms() + SMC_CLC_WAIT_MS;
+		return 1;
+	}
+	finish(s, SMC_SETUP_RESET, why);
+	return -1;
+}
+
+static bool same_host(uint64_t a, uint64_t b)
+{
+	return (a >> 32) == (b >> 32);
+}
+
+static enum smc_setup_state client_start(struct smc_setup *s)
+{
+	struct smc_clc_proposal prop = { .smc_type = SMC_TYPE_D, .ism_gid = s->gid };
+	uint8_t msg[SMC_CLC_PROPOSAL_MAX_LEN];
+	int len = smc_clc_encode_proposal(msg, sizeof(msg), &prop);
+
+	if (!send_msg(s, msg, len))
+		return finish(s, SMC_SETUP_RESET, SMCR_REASON_INTERR);
+	s->state = SMC_SETUP_CLIENT_WAIT_ACCEPT;
+	return s->state;
+}
+
+static enum smc_setup_state client_accepted(struct smc_setup *s,
+					    const struct smc_clc_accept_confirm *acc)
+{
+	struct smc_clc_accept_confirm conf = { .smc_type = SMC_TYPE_D };
+	uint8_t msg[SMCR_CLC_ACCEPT_CONFIRM_LEN];
+	enum smcr_reason why;
+
+	if (acc->smc_type != SMC_TYPE_D || !same_host(acc->d.gid, s->gid))
+		return decline(s, SMCR_REASON_MODEUNSUPP);
+	if ((why = s->transport.prepare(s->transport.ctx, &conf)) != SMCR_REASON_NONE)
+		return decline(s, why);
+	s->prepared = true;
+	if ((why = s->transport.attach(s->transport.ctx, acc)) != SMCR_REASON_NONE)
+		return decline(s, why);
+	conf.d.gid = s->gid;
+	int len = smc_clc_encode_confirm(msg, sizeof(msg), &conf);
+	if (!send_msg(s, msg, len))
+		return finish(s, SMC_SETUP_RESET, SMCR_REASON_INTERR);
+	return finish(s, SMC_SETUP_DONE, SMCR_REASON_NONE);
+}
+
+static enum smc_setup_state server_proposed(struct smc_setup *s, const struct smc_clc_msg *m)
+{
+	const struct smc_clc_proposal *prop = &m->proposal;
+	struct smc_clc_accept_confirm acc = { .smc_type = SMC_TYPE_D };
+	uint8_t msg[SMCR_CLC_ACCEPT_CONFIRM_LEN];
+	enum smcr_reason why;
+
+	if (prop->smc_type == SMC_TYPE_N)
+		return decline(s, SMCR_REASON_VERSMISMAT);
+	if (prop->smc_type == SMC_TYPE_R || !same_host(prop->ism_gid, s->gid))
+		return decline(s, SMCR_REASON_NOSMCDEV);        /* no RDMA transport yet */
+	if ((why = s->transport.prepare(s->transport.ctx, &acc)) != SMCR_REASON_NONE)
+		return decline(s, why);
+	s->prepared = true;
+	acc.d.gid = s->gid;
+	int len = smc_clc_encode_accept(msg, sizeof(msg), &acc);
+	if (!send_msg(s, msg, len))
+		return finish(s, SMC_SETUP_RESET, SMCR_REASON_INTERR);
+	s->state = SMC_SETUP_SERVER_WAIT_CONFIRM;
+	return s->state;
+}
+
+/* The client is committed once it sent Confirm: a failure now can only reset. */
+static enum smc_setup_state server_confirmed(struct smc_setup *s,
+					     const struct smc_clc_accept_confirm *conf)
+{
+	enum smcr_reason why = SMCR_REASON_MODEUNSUPP;
+
+	if (conf->smc_type == SMC_TYPE_D && same_host(conf->d.gid, s->gid) &&
+	    (why = s->transport.attach(s->transport.ctx, conf)) == SMCR_REASON_NONE)
+		return finish(s, SMC_SETUP_DONE, SMCR_REASON_NONE);
+	return finish(s, SMC_SETUP_RESET, why);
+}
+
+/* The message the current state waits for; SMC_CLC_DECLINE is always welcome. */
+static uint8_t expected(enum smc_setup_state state)
+{
+	switch (state) {
+	case SMC_SETUP_CLIENT_WAIT_ACCEPT:
+		return SMC_CLC_ACCEPT;
+	case SMC_SETUP_SERVER_WAIT_PROPOSAL:
+		return SMC_CLC_PROPOSAL;
+	default:
+		return SMC_CLC_CONFIRM;
+	}
+}
+
+enum smc_setup_state smc_setup_progress(struct smc_setup *s, int wait_ms)
+{
+	int saved_errno = errno;
+	struct smc_clc_msg m;
+
+	if (s->state == SMC_SETUP_CLIENT_START)
+		client_start(s);
+	while (!smc_setup_final(s)) {
+		int got = next_msg(s, wait_ms, &m);
+		if (got <= 0)
+			break;
+		if (m.hdr.type == SMC_CLC_DECLINE)
+			declined(s, &m.decline);
+		else if (m.hdr.type != expected(s->state))
+			finish(s, SMC_SETUP_RESET, SMCR_REASON_SYNCERR);
+		else if (s->state == SMC_SETUP_CLIENT_WAIT_ACCEPT)
+			client_accepted(s, &m.accept_confirm);
+		else if (s->state == SMC_SETUP_SERVER_WAIT_PROPOSAL)
+			server_proposed(s, &m);
+		else
+			server_confirmed(s, &m.accept_confirm);
+	}
+	errno = saved_errno;
+	return s->state;
+}

@@ -1,0 +1,327 @@
+/*
+ * Unit tests of the CLC exchange (libsmcr/smc_setup.c) over real TCP
+ * loopback connections, client and server in two threads, with a fake
+ * transport whose prepare and attach can be made to fail.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "smc_setup.h"
+
+#define HOST_GID(low) (0x12345678ull << 32 | (low))
+
+struct fake {
+	uint64_t token;                 /* ours, put in Accept/Confirm */
+	enum smcr_reason prepare_fails, attach_fails;
+	int prepared, attached, abandoned;
+	uint64_t peer_token;
+};
+
+static enum smcr_reason fake_prepare(void *ctx, struct smc_clc_accept_confirm *ours)
+{
+	struct fake *f = ctx;
+	if (f->prepare_fails)
+		return f->prepare_fails;
+	f->prepared++;
+	ours->d.token = f->token;
+	ours->d.dmbe_size = 2;
+	return SMCR_REASON_NONE;
+}
+
+static enum smcr_reason fake_attach(void *ctx, const struct smc_clc_accept_confirm *peer)
+{
+	struct fake *f = ctx;
+	if (f->attach_fails)
+		return f->attach_fails;
+	f->attached++;
+	f->peer_token = peer->d.token;
+	return SMCR_REASON_NONE;
+}
+
+static void fake_abandon(void *ctx)
+{
+	((struct fake *)ctx)->abandoned++;
+}
+
+struct side {
+	bool client;
+	int sock;
+	uint64_t gid;
+	struct fake fake;
+	struct smc_setup setup;
+	int64_t timeout_ms;             /* 0: the CLC default */
+	const char *send_after;         /* application data written once final */
+	char received[64];              /* application data read once final */
+};
+
+static void *run_side(void *arg)
+{
+	struct side *sd = arg;
+	struct smc_setup_transport t = { fake_prepare, fake_attach, fake_abandon, &sd->fake };
+
+	if (sd->client)
+		smc_setup_client(&sd->setup, sd->sock, sd->gid, &t);
+	else
+		smc_setup_server(&sd->setup, sd->sock, sd->gid, &t);
+	if (sd->timeout_ms) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		sd->setup.deadline_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + sd->timeout_ms;
+	}
+	while (!smc_setup_final(&sd->setup))
+		smc_setup_progress(&sd->setup, 50);
+	if (sd->send_after)
+		send(sd->sock, sd->send_after, strlen(sd->send_after), MSG_NOSIGNAL);
+	return NULL;
+}
+
+static void tcp_pair(int *client, int *server)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(bind(l, (void *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (void *)&a, &len), 0);
+	*client = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(*client, (void *)&a, sizeof(a)), 0);
+	*server = accept(l, NULL, NULL);
+	assert_true(*server >= 0);
+	close(l);
+}
+
+/* Runs both ends to completion; then each reads what the other wrote after it. */
+static void exchange(struct side *c, struct side *s)
+{
+	pthread_t tc, ts;
+	tcp_pair(&c->sock, &s->sock);
+	c->client = true;
+	pthread_create(&tc, NULL, run_side, c);
+	pthread_create(&ts, NULL, run_side, s);
+	pthread_join(tc, NULL);
+	pthread_join(ts, NULL);
+	struct timeval tv = { 1, 0 };
+	setsockopt(c->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(s->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (s->send_after)
+		(void)!recv(c->sock, c->received, sizeof(c->received) - 1, 0);
+	if (c->send_after)
+		(void)!recv(s->sock, s->received, sizeof(s->received) - 1, 0);
+	close(c->sock);
+	close(s->sock);
+}
+
+static void both_smc(void **state)
+{
+	(void)state;
+	struct side c = { .gid = HOST_GID(1), .fake.token = 0xc1, .send_after = "ping" };
+	struct side s = { .gid = HOST_GID(2), .fake.token = 0x51, .send_after = "pong" };
+	exchange(&c, &s);
+	assert_int_equal(c.setup.state, SMC_SETUP_DONE);
+	assert_int_equal(s.setup.state, SMC_SETUP_DONE);
+	assert_int_equal(c.fake.peer_token, 0x51);
+	assert_int_equal(s.fake.peer_token, 0xc1);
+	assert_int_equal(c.fake.abandoned + s.fake.abandoned, 0);
+	/* Not one byte of the stream after the exchange was taken by it. */
+	assert_string_equal(s.received, "ping");
+	assert_string_equal(c.received, "pong");
+}
+
+static void server_out_of_memory_declines(void **state)
+{
+	(void)state;
+	struct side c = { .gid = HOST_GID(1), .fake.token = 1, .send_after = "data after" };
+	struct side s = { .gid = HOST_GID(2), .fake.prepare_fails = SMCR_REASON_MEM,
+			  .send_after = "reply" };
+	exchange(&c, &s);
+	assert_int_equal(s.setup.state, SMC_SETUP_FALLBACK);
+	assert_int_equal(s.setup.reason, SMCR_REASON_MEM);
+	assert_int_equal(c.setup.state, SMC_SETUP_FALLBACK);
+	assert_int_equal(c.setup.reason, SMCR_REASON_PEERDECL);
+	assert_int_equal(c.setup.peer_diagnosis, 0x01010000u);
+	assert_string_equal(s.received, "data after");      /* TCP goes on, untouched */
+	assert_string_equal(c.received, "reply");
+}
+
+static void client_attach_failure_declines(void **state)
+{
+	(void)state;
+	struct side c = { .gid = HOST_GID(1), .fake.attach_fails = SMCR_REASON_NOSMCDEV,
+			  .send_after = "x" };
+	struct side s = { .gid = HOST_GID(2), .fake.token = 9, .send_after = "y" };
+	exchange(&c, &s);
+	assert_int_equal(c.setup.state, SMC_SETUP_FALLBACK);
+	assert_int_equal(c.setup.reason, SMCR_REASON_NOSMCDEV);
+	assert_int_equal(c.fake.abandoned, 1);              /* its buffer, prepared */
+	assert_int_equal(s.setup.state, SMC_SETUP_FALLBACK);
+	assert_int_equal(s.setup.reason, SMCR_REASON_PEERDECL);
+	assert_int_equal(s.setup.peer_diagnosis, 0x03030000u);
+	assert_int_equal(s.fake.abandoned, 1);
+	assert_string_equal(s.received, "x");
+	assert_string_equal(c.received, "y");
+}
+
+static void other_host_declined(void **state)
+{
+	(void)state;
+	struct side c = { .gid = 0x99999999ull << 32 | 1 };
+	struct side s = { .gid = HOST_GID(2) };
+	exchange(&c, &s);
+	assert_int_equal(s.setup.state, SMC_SETUP_FALLBACK);
+	assert_int_equal(s.setup.reason, SMCR_REASON_NOSMCDEV);
+	assert_int_equal(s.fake.prepared, 0);
+	assert_int_equal(c.setup.reason, SMCR_REASON_PEERDECL);
+}
+
+static void server_commits_only_after_confirm(void **state)
+{
+	(void)state;
+	/* The server cannot attach the client's buffer after Confirm: it must reset. */
+	struct side c = { .gid = HOST_GID(1) };
+	struct side s = { .gid = HOST_GID(2), .fake.attach_fails = SMCR_REASON_INTERR };
+	exchange(&c, &s);
+	assert_int_equal(c.setup.state, SMC_SETUP_DONE);
+	assert_int_equal(s.setup.state, SMC_SETUP_RESET);
+	assert_int_equal(s.fake.abandoned, 1);
+}
+
+/* A "client" that sends raw bytes: the server must not take them for CLC. */
+static struct smc_setup raw_server(const void *bytes, size_t len, int64_t timeout_ms)
+{
+	int c, s;
+	struct side sd = { .gid = HOST_GID(2), .timeout_ms = timeout_ms };
+	pthread_t t;
+	tcp_pair(&c, &s);
+	sd.sock = s;
+	pthread_create(&t, NULL, run_side, &sd);
+	if (len)
+		assert_int_equal(send(c, bytes, len, 0), (ssize_t)len);
+	pthread_join(t, NULL);
+	close(c);
+	close(s);
+	return sd.setup;
+}
+
+static void garbage_resets(void **state)
+{
+	(void)state;
+	static const char http[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+	struct smc_setup st = raw_server(http, sizeof(http) - 1, 0);
+	assert_int_equal(st.state, SMC_SETUP_RESET);
+	assert_int_equal(st.reason, SMCR_REASON_SYNCERR);
+}
+
+static void split_message_is_reassembled(void **state)
+{
+	(void)state;
+	int c, s;
+	uint8_t msg[SMC_CLC_PROPOSAL_MAX_LEN], reply[SMC_CLC_MAX_LEN];
+	struct smc_clc_proposal p = { .smc_type = SMC_TYPE_D, .ism_gid = HOST_GID(7) };
+	int len = smc_clc_encode_proposal(msg, sizeof(msg), &p);
+	struct side sd = { .gid = HOST_GID(2), .fake.token = 0x77 };
+	pthread_t t;
+
+	tcp_pair(&c, &s);
+	sd.sock = s;
+	pthread_create(&t, NULL, run_side, &sd);
+	/* The Proposal in two segments, the first shorter than a header. */
+	assert_int_equal(send(c, msg, 5, 0), 5);
+	usleep(100000);
+	assert_int_equal(send(c, msg + 5, (size_t)len - 5, 0), len - 5);
+	ssize_t n = recv(c, reply, sizeof(reply), 0);
+	struct smc_clc_msg m;
+	assert_int_equal(smc_clc_decode(reply, (size_t)n, &m), SMCR_REASON_NONE);
+	assert_int_equal(m.hdr.type, SMC_CLC_ACCEPT);
+	assert_int_equal(m.accept_confirm.d.token, 0x77);
+	close(c);                       /* no Confirm: the stream ends mid-exchange */
+	pthread_join(t, NULL);
+	assert_int_equal(sd.setup.state, SMC_SETUP_RESET);
+	assert_int_equal(sd.setup.reason, SMCR_REASON_SYNCERR);
+	assert_int_equal(sd.fake.abandoned, 1);
+	close(s);
+}
+
+static void silent_peer_times_out(void **state)
+{
+	(void)state;
+	struct smc_setup st = raw_server("", 0, 300);
+	assert_int_equal(st.state, SMC_SETUP_RESET);
+	assert_int_equal(st.reason, SMCR_REASON_TIMEOUT_CL);
+}
+
+static void later_version_only_declined(void **state)
+{
+	(void)state;
+	int c, s;
+	uint8_t msg[SMC_CLC_PROPOSAL_MAX_LEN], reply[64];
+	struct smc_clc_proposal p = { .smc_type = SMC_TYPE_D, .ism_gid = HOST_GID(7) };
+	int len = smc_clc_encode_proposal(msg, sizeof(msg), &p);
+	msg[7] = (uint8_t)(2 << 4 | (SMC_TYPE_N & 3));  /* version 2, offering only v2 */
+	struct side sd = { .gid = HOST_GID(2) };
+	pthread_t t;
+	tcp_pair(&c, &s);
+	sd.sock = s;
+	pthread_create(&t, NULL, run_side, &sd);
+	assert_int_equal(send(c, msg, (size_t)len, 0), len);
+	pthread_join(t, NULL);
+	assert_int_equal(sd.setup.state, SMC_SETUP_FALLBACK);
+	assert_int_equal(sd.setup.reason, SMCR_REASON_VERSMISMAT);
+	ssize_t n = recv(c, reply, sizeof(reply), 0);
+	struct smc_clc_msg m;
+	assert_int_equal(smc_clc_decode(reply, (size_t)n, &m), SMCR_REASON_NONE);
+	assert_int_equal(m.hdr.type, SMC_CLC_DECLINE);
+	assert_int_equal(m.decline.peer_diagnosis, 0x030c0000u);
+	close(c);
+	close(s);
+}
+
+static void progress_without_waiting(void **state)
+{
+	(void)state;
+	int c, s;
+	struct fake fc = { .token = 1 }, fs = { .token = 2 };
+	struct smc_setup_transport tc = { fake_prepare, fake_attach, fake_abandon, &fc };
+	struct smc_setup_transport ts = { fake_prepare, fake_attach, fake_abandon, &fs };
+	struct smc_setup client, server;
+	tcp_pair(&c, &s);
+	smc_setup_server(&server, s, HOST_GID(2), &ts);
+	assert_int_equal(smc_setup_progress(&server, 0), SMC_SETUP_SERVER_WAIT_PROPOSAL);
+	smc_setup_client(&client, c, HOST_GID(1), &tc);
+	assert_int_equal(smc_setup_progress(&client, 0), SMC_SETUP_CLIENT_WAIT_ACCEPT);
+	for (int i = 0; i < 1000 && !(smc_setup_final(&client) && smc_setup_final(&server)); i++) {
+		smc_setup_progress(&server, 0);
+		smc_setup_progress(&client, 0);
+		usleep(1000);
+	}
+	assert_int_equal(client.state, SMC_SETUP_DONE);
+	assert_int_equal(server.state, SMC_SETUP_DONE);
+	close(c);
+	close(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(both_smc),
+		cmocka_unit_test(server_out_of_memory_declines),
+		cmocka_unit_test(client_attach_failure_declines),
+		cmocka_unit_test(other_host_declined),
+		cmocka_unit_test(server_commits_only_after_confirm),
+		cmocka_unit_test(garbage_resets),
+		cmocka_unit_test(split_message_is_reassembled),
+		cmocka_unit_test(silent_peer_times_out),
+		cmocka_unit_test(later_version_only_declined),
+		cmocka_unit_test(progress_without_waiting),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
