@@ -35,7 +35,9 @@
 
 static const char usage[] =
 	"usage: smcrd [-f] [-c FILE] [-C CGROUP]\n"
-	"The smcr daemon: holds the host's SMC configuration (reloaded on SIGHUP).\n"
+	"The smcr daemon: negotiates SMC in TCP handshakes (a BPF sock_ops program),\n"
+	"registers the processes using smcr and grants their buffer memory against\n"
+	"max_memory.  SIGHUP reloads the configuration.  Needs root.\n"
 	"\n"
 	"  -c FILE    configuration file (default: $SMCR_CONF, else " SMCR_CONF_DEFAULT ")\n"
 	"  -C, --cgroup DIR  attach the negotiation program to this cgroup v2 directory\n"
@@ -43,7 +45,8 @@ static const char usage[] =
 	"  -f         stay in the foreground and log to stderr (else detach, log to syslog)\n"
 	"  -h, --help this text\n"
 	"\n"
-	"Environment: SMCR_RUNDIR overrides the directory of smcrd.pid (" SMCR_RUNDIR_DEFAULT ").\n";
+	"Environment: SMCR_RUNDIR overrides the directory of smcrd.pid and smcrd.sock\n"
+	"(" SMCR_RUNDIR_DEFAULT ").  See smcrd(8).\n";
 
 static void announce(const char *what, const struct smcrd *d)
 {
