@@ -26,7 +26,8 @@ __attribute__((destructor)) static void smcr_fini(void)
 	char summary[256];
 
 	if (smcr_log_level < SMCR_LOG_INFO ||
-	    !(smcr_stats.tcp_listeners | smcr_stats.tcp_clients | smcr_stats.tcp_servers))
+	    !(smcr_stats.tcp_listeners | smcr_stats.tcp_clients | smcr_stats.tcp_servers |
+	      smcr_stats.tcp_bytes_in | smcr_stats.tcp_bytes_out))
 		return;                 /* nothing to say about a process without TCP */
 	smcr_stats_format(summary, sizeof(summary));
 	smcr_log(SMCR_LOG_INFO, "%s: %s (every byte still went over TCP)",

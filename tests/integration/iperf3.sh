@@ -50,7 +50,7 @@ for mode in plain smcr; do
 		start_bg "server-$name" "$mode" iperf3 -s -1 -p "$port" -J
 		srv=$LAST_PID
 		wait_listen "$port" "$srv" || continue
-		run_mode "$mode" timeout 40 iperf3 -c 127.0.0.1 -p "$port" -n "$BYTES" -J "${opts[@]}" \
+		run_mode "$mode" timeout 20 iperf3 -c 127.0.0.1 -p "$port" -n "$BYTES" -J "${opts[@]}" \
 			> "$WORK/client-$name.out" 2> "$WORK/client-$name.err"
 		expect_eq "$name: client exit status" "$?" 0
 		stop_bg "$srv" - 10

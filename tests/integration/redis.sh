@@ -19,6 +19,7 @@ cli() { timeout 10 redis-cli -p "$port" "$@"; }
 # info FIELD: a field of the INFO output saved in $WORK/$mode.info
 info() { sed -n "s/^$1:\([^\r]*\)\r*$/\1/p" "$WORK/$mode.info"; }
 
+declare -A dbsize connections
 port=16379
 for mode in plain smcr; do
 	start_bg "redis-$mode" "$mode" redis-server --save '' --appendonly no --port "$port" \
@@ -35,10 +36,11 @@ for mode in plain smcr; do
 	# Checked with the plain redis-cli in both modes.
 	expect_eq "$mode: INCR counter" "$(cli GET counter:__rand_int__)" "$N"
 	expect_eq "$mode: LPUSH list length" "$(cli LLEN mylist)" "$N"
-	eval "dbsize_$mode=\$(cli DBSIZE)"
+	dbsize[$mode]=$(cli DBSIZE)
 	cli INFO > "$WORK/$mode.info"
 	expect_eq "$mode: event loop" "$(info multiplexing_api)" epoll
-	eval "conns_$mode=\$(info total_connections_received)"
+	conns=$(info total_connections_received)
+	connections[$mode]=$conns
 	net_in=$(info total_net_input_bytes)
 	net_out=$(info total_net_output_bytes)
 
@@ -49,7 +51,6 @@ for mode in plain smcr; do
 	if [ "$mode" = smcr ]; then
 		err=$WORK/redis-$mode.err
 		berr=$WORK/bench-$mode.err
-		conns=$conns_smcr
 		# The benchmark opens $CLIENTS connections per test, plus one or
 		# more to read the server's configuration.
 		expect_at_least "redis-benchmark connects seen by libsmcr" "$(seen "$berr" connect)" $((CLIENTS * NTESTS))
@@ -83,6 +84,6 @@ for mode in plain smcr; do
 	fi
 	port=$((port + 1))
 done
-expect_eq "DBSIZE plain vs preload" "${dbsize_smcr:-}" "${dbsize_plain:-x}"
-expect_eq "connections redis counted, plain vs preload" "${conns_smcr:-}" "${conns_plain:-x}"
+expect_eq "DBSIZE plain vs preload" "${dbsize[smcr]:-}" "${dbsize[plain]:-x}"
+expect_eq "connections redis counted, plain vs preload" "${connections[smcr]:-}" "${connections[plain]:-x}"
 finish

@@ -1,0 +1,94 @@
+#!/bin/bash
+# sockperf.sh BUILD_DIR - sockperf over TCP: ping-pong (14-byte messages, server
+# multiplexing with poll) and throughput (65000-byte messages, server with
+# epoll), two seconds each, once plainly and once with client and server
+# under libsmcr.so.  In both modes: exit status 0, no error, the summary lines,
+# no message dropped, duplicated or out of order, every message the client
+# sent handled by the server, every ping answered but the one in flight at the
+# end.  Under the preload, libsmcr must have been in both and seen the
+# connection, and its byte counters must equal message count x message size
+# on each side.  (sockperf refuses messages above 65507 bytes, so not 64 KiB.)
+. "$(dirname "$0")/lib.sh"
+need sockperf
+
+T=2
+# num FILE REGEX: the first number captured by REGEX (sed -E) in FILE
+num() { sed -nE "s/.*$2.*/\1/p" "$1" | head -n 1; }
+
+port=11111
+for mode in plain smcr; do
+	for run in ping-pong throughput; do
+		case $run in
+			ping-pong) msg=14; mux=poll ;;
+			throughput) msg=65000; mux=epoll ;;
+		esac
+		name=$mode-$run
+		# The multiplexer can only be chosen with a feed file.
+		echo "T:127.0.0.1:$port" > "$WORK/feed-$name"
+		start_bg "server-$name" "$mode" sockperf server -f "$WORK/feed-$name" -F "$mux" --uc-reuseaddr
+		srv=$LAST_PID
+		wait_listen "$port" "$srv" || continue
+		run_mode "$mode" timeout 15 sockperf "$run" --tcp -i 127.0.0.1 -p "$port" -t "$T" -m "$msg" \
+			> "$WORK/client-$name.out" 2> "$WORK/client-$name.err"
+		expect_eq "$name: client exit status" "$?" 0
+		stop_bg "$srv" INT 10
+		expect_eq "$name: server exit status" "$?" 0
+		cout=$WORK/client-$name.out
+		sout=$WORK/server-$name.out
+		if grep -q "using $mux() to block" "$sout"; then pass "$name: server uses $mux"; else fail "$name: server does not use $mux"; fi
+		errors=$(grep -h 'ERROR' "$cout" "$sout")
+		expect_eq "$name: errors reported" "${errors:-none}" none
+
+		handled=$(num "$sout" 'Total ([0-9]+) messages received and handled')
+		if [ "$run" = ping-pong ]; then
+			if grep -q 'Summary: Latency is' "$cout"; then pass "$name: latency summary"; else fail "$name: no latency summary"; fi
+			expect_eq "$name: dropped/duplicated/out-of-order" \
+				"$(grep -o '# dropped messages = .*' "$cout")" \
+				"# dropped messages = 0; # duplicated messages = 0; # out-of-order messages = 0"
+			sent=$(num "$cout" '\[Total Run\].*SentMessages=([0-9]+);')
+			recvd=$(num "$cout" '\[Total Run\].*ReceivedMessages=([0-9]+)')
+			expect_at_least "$name: messages sent" "${sent:-0}" 1000
+			if [ "${recvd:-0}" -ge $((sent - 1)) ] 2>/dev/null && [ "$recvd" -le "$sent" ]; then
+				pass "$name: $recvd of $sent pings answered"
+			else
+				fail "$name: ${recvd:-no} of ${sent:-no} pings answered"
+			fi
+		else
+			if grep -q 'Summary: BandWidth is' "$cout"; then pass "$name: bandwidth summary"; else fail "$name: no bandwidth summary"; fi
+			sent=$(num "$cout" 'Total of ([0-9]+) messages sent')
+			recvd=0
+			expect_at_least "$name: messages sent" "${sent:-0}" 1000
+		fi
+		expect_eq "$name: messages handled by the server" "${handled:-none}" "${sent:-}"
+
+		cerr=$WORK/client-$name.err
+		serr=$WORK/server-$name.err
+		if [ "$mode" = plain ]; then
+			if grep -q libsmcr "$cerr" "$serr"; then fail "$name: libsmcr lines in the plain run"; fi
+			continue
+		fi
+		expect_eq "$name: client connects seen by libsmcr" "$(seen "$cerr" connect)" 1
+		expect_eq "$name: server accepts seen by libsmcr" "$(seen "$serr" accepted)" 1
+		read -r _ c_cli _ c_in c_out <<< "$(summary "$cerr" sockperf)"
+		read -r s_lis _ s_srv s_in s_out <<< "$(summary "$serr" sockperf "$srv")"
+		expect_eq "$name: libsmcr summaries (client connections, listeners, server connections)" \
+			"${c_cli:-none} ${s_lis:-none} ${s_srv:-none}" "1 1 1"
+		expect_eq "$name: client libsmcr bytes out = $sent x $msg" "${c_out:-none}" $((sent * msg))
+		expect_eq "$name: server libsmcr bytes in = $handled x $msg" "${s_in:-none}" $((handled * msg))
+		# The client may read the answer in flight when its timer ends
+		# without counting it.
+		if [ "${c_in:-x}" = $((recvd * msg)) ] || { [ "$run" = ping-pong ] && [ "${c_in:-x}" = $((sent * msg)) ]; }; then
+			pass "$name: client libsmcr bytes in: $c_in ($recvd received x $msg)"
+		else
+			fail "$name: client libsmcr bytes in: ${c_in:-none}, expected $recvd (or $sent) x $msg"
+		fi
+		if [ "$run" = ping-pong ]; then
+			# Every ping answered, the last perhaps not read.
+			expect_eq "$name: server libsmcr bytes out = $handled x $msg" "${s_out:-none}" $((handled * msg))
+		else
+			expect_eq "$name: server libsmcr bytes out" "${s_out:-none}" 0
+		fi
+	done
+	port=$((port + 1))
+done
+finish
