@@ -66,34 +66,64 @@ static void disconnect_locked(void)
 	close_ours(&owned_fd);
 }
 
-/*
- * Sends a request and waits (bounded) for its reply; fds[0..nfds-1] receive
- * the descriptors attached to it (-1 where none came).
- */
-static int exchange_locked(struct smcr_control_msg *m, int *fds, size_t nfds)
+#define MAX_FDS 2                       /* carried by a request or a reply */
+
+union fd_control {
+	char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
+	struct cmsghdr align;
+};
+
+/* Sends m with out[0..nout-1] attached (nout <= MAX_FDS); flags: MSG_*. */
+static bool send_locked(const struct smcr_control_msg *m, const int *out, size_t nout, int flags)
 {
-	char control[CMSG_SPACE(2 * sizeof(int))];
+	union fd_control control = { 0 };
+	struct iovec iov = { (void *)m, sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (nout) {
+		mh.msg_control = control.buf;
+		mh.msg_controllen = CMSG_SPACE(nout * sizeof(int));
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(nout * sizeof(int));
+		memcpy(CMSG_DATA(cm), out, nout * sizeof(int));
+	}
+	return REAL(sendmsg)(ctl_fd, &mh, MSG_NOSIGNAL | flags) == sizeof(*m);
+}
+
+/*
+ * Sends a request with out[0..nout-1] attached and waits (bounded) for its
+ * reply; in[0..nin-1] receive the descriptors attached to that (-1 where
+ * none came).
+ */
+static int exchange_locked(struct smcr_control_msg *m, const int *out, size_t nout, int *in,
+			   size_t nin)
+{
+	union fd_control control;
 	struct iovec iov = { m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = control, .msg_controllen = sizeof(control) };
+			     .msg_control = control.buf, .msg_controllen = sizeof(control.buf) };
 	struct pollfd p = { .fd = ctl_fd, .events = POLLIN };
+	size_t got = 0;
 
+	for (size_t i = 0; i < nin; i++)
+		in[i] = -1;
 	m->version = SMCR_CONTROL_VERSION;
-	if (REAL(send)(ctl_fd, m, sizeof(*m), MSG_NOSIGNAL) != sizeof(*m) ||
-	    REAL(poll)(&p, 1, REPLY_TIMEOUT_MS) != 1 ||
+	if (!send_locked(m, out, nout, 0) || REAL(poll)(&p, 1, REPLY_TIMEOUT_MS) != 1 ||
 	    REAL(recvmsg)(ctl_fd, &mh, MSG_CMSG_CLOEXEC) != sizeof(*m))
 		return -1;
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	size_t got = 0;
-	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-		got = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-	for (size_t i = 0; i < got; i++) {
-		int fd;
-		memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-		if (i < nfds)
-			fds[i] = fd;
-		else
-			REAL(close)(fd);        /* more than asked for: not ours to keep */
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (got < nin)
+				in[got++] = fd;
+			else
+				REAL(close)(fd);        /* more than asked for: not ours to keep */
+		}
 	}
 	return 0;
 }
@@ -117,7 +147,8 @@ static void register_locked(void)
 		disconnect_locked();
 		return;
 	}
-	if (exchange_locked(&m, maps, 2) != 0 || m.result != 0 || maps[0] < 0 || maps[1] < 0) {
+	if (exchange_locked(&m, NULL, 0, maps, 2) != 0 || m.result != 0 || maps[0] < 0 ||
+	    maps[1] < 0) {
 		smcr_log(SMCR_LOG_WARN, "smcrd did not register us (%s)",
 			 m.result ? strerror(-m.result) : "incomplete reply");
 		for (int i = 0; i < 2; i++)
@@ -159,17 +190,17 @@ bool smcr_control_maps(struct smcr_control_maps *maps)
 	return maps->result >= 0;
 }
 
-int smcr_control_grant(uint64_t bytes)
+int smcr_control_request(struct smcr_control_msg *m, const int *out, size_t nout, int *in,
+			 size_t nin)
 {
-	struct smcr_control_msg m = { .type = SMCR_CONTROL_GRANT, .bytes = bytes };
 	int saved_errno = errno, rc = -ENOTCONN;
 
 	pthread_mutex_lock(&lock);
 	if (ctl_fd < 0)
 		register_locked();
 	if (ctl_fd >= 0) {
-		if (exchange_locked(&m, NULL, 0) == 0)
-			rc = m.result;
+		if (exchange_locked(m, out, nout, in, nin) == 0)
+			rc = 0;
 		else
 			disconnect_locked();
 	}
@@ -178,17 +209,31 @@ int smcr_control_grant(uint64_t bytes)
 	return rc;
 }
 
-void smcr_control_release(uint64_t bytes)
+void smcr_control_notify(struct smcr_control_msg *m)
 {
-	struct smcr_control_msg m = { .version = SMCR_CONTROL_VERSION,
-				      .type = SMCR_CONTROL_RELEASE, .bytes = bytes };
 	int saved_errno = errno;
 
+	m->version = SMCR_CONTROL_VERSION;
 	pthread_mutex_lock(&lock);
 	if (ctl_fd >= 0)
-		(void)!REAL(send)(ctl_fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
+		send_locked(m, NULL, 0, MSG_DONTWAIT);
 	pthread_mutex_unlock(&lock);
 	errno = saved_errno;
+}
+
+int smcr_control_grant(uint64_t bytes)
+{
+	struct smcr_control_msg m = { .type = SMCR_CONTROL_GRANT, .bytes = bytes };
+	int rc = smcr_control_request(&m, NULL, 0, NULL, 0);
+
+	return rc ? rc : m.result;
+}
+
+void smcr_control_release(uint64_t bytes)
+{
+	struct smcr_control_msg m = { .type = SMCR_CONTROL_RELEASE, .bytes = bytes };
+
+	smcr_control_notify(&m);
 }
 
 static bool in_range(int fd, unsigned int first, unsigned int last)

@@ -12,7 +12,10 @@
 #define SMCR_CONTROL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+struct smcr_control_msg;
 
 /* smcrd's negotiation maps, as handed to registered processes. */
 struct smcr_control_maps {
@@ -31,6 +34,18 @@ int smcr_control_grant(uint64_t bytes);
 
 /* Returns bytes to smcrd's pool. */
 void smcr_control_release(uint64_t bytes);
+
+/*
+ * One request to smcrd, registering first if needed, with out[0..nout-1]
+ * attached (at most 2); in[0..nin-1] receive the descriptors of the reply
+ * (-1 where none came; at most 2 are kept).  0 with smcrd's answer in *m,
+ * or -ENOTCONN if smcrd cannot be reached.
+ */
+int smcr_control_request(struct smcr_control_msg *m, const int *out, size_t nout, int *in,
+			 size_t nin);
+
+/* A request without reply (RELEASE, WITHDRAW); dropped if we are not registered. */
+void smcr_control_notify(struct smcr_control_msg *m);
 
 /* The application is closing (or replacing) fd: let go of it if it is ours. */
 void smcr_control_fd_closing(int fd);

@@ -7,6 +7,13 @@
  * SO_PEERCRED.  A process stays registered, and keeps its memory grants, for
  * as long as its connection is open: when the process dies the kernel closes
  * it and smcrd takes everything back.  Only root may ask for a reload.
+ *
+ * Shared-memory buffers (OFFER, ATTACH, WITHDRAW): the two ends of a TCP
+ * connection on one host exchange a receive buffer through smcrd.  The owner
+ * offers a sealed memfd together with its TCP socket; smcrd hands the memfd
+ * only to a process that shows it the other end of that very connection
+ * (smcrd/shm_broker.c says why that suffices).  The token names the offer
+ * and is no secret: the socket proves who may attach.
  */
 #ifndef SMCR_CONTROL_PROTO_H
 #define SMCR_CONTROL_PROTO_H
@@ -17,7 +24,7 @@
 
 #define SMCR_RUNDIR_DEFAULT "/run/smcr"
 #define SMCR_CONTROL_SOCKET "smcrd.sock"
-#define SMCR_CONTROL_VERSION 1
+#define SMCR_CONTROL_VERSION 2
 
 /* Where smcrd keeps its pid file and control socket: $SMCR_RUNDIR, else /run/smcr. */
 static inline const char *smcr_rundir(void)
@@ -33,6 +40,14 @@ enum smcr_control_type {
 	SMCR_CONTROL_RELEASE,           /* give .bytes back; no reply */
 	SMCR_CONTROL_STATUS,            /* reply: struct smcr_control_status */
 	SMCR_CONTROL_RELOAD,            /* root only: re-read the configuration file */
+	SMCR_CONTROL_OFFER,             /* carries 2 fds: the TCP socket, a memfd of exactly
+					   .bytes (whole pages) sealed against SHRINK, GROW
+					   and SEAL; .bytes are granted; reply: .token */
+	SMCR_CONTROL_ATTACH,            /* carries 1 fd: the TCP socket; reply carries the
+					   memfd offered as .token by the other end of that
+					   connection, once; -EACCES for anything else */
+	SMCR_CONTROL_WITHDRAW,          /* the offer .token is over, its grant returned;
+					   no reply */
 };
 
 /* A request, and the head of every reply (same type as its request). */
@@ -42,6 +57,7 @@ struct smcr_control_msg {
 	int32_t result;                 /* replies: 0 or a negative errno */
 	uint64_t bytes;                 /* GRANT/RELEASE amount; replies: memory in use */
 	uint64_t limit;                 /* replies: max_memory in bytes */
+	uint64_t token;                 /* OFFER reply, ATTACH, WITHDRAW: names an offer */
 	char text[240];                 /* replies: why a request was refused */
 };
 
@@ -60,6 +76,8 @@ struct smcr_control_status {
 	uint32_t prog_id;               /* the sock_ops program; 0: not attached */
 	uint32_t nprocs;                /* registered processes (procs[] holds the first ones) */
 	uint32_t enabled;
+	uint32_t offered;               /* shared-memory buffers offered, not withdrawn */
+	uint32_t attached;              /* of which the peer has attached */
 	char conf_path[PATH_MAX];
 	char cgroup[PATH_MAX];          /* where the program is attached */
 	char addrs[1024];               /* ip_addr_list entries and their interfaces */

@@ -7,6 +7,11 @@
  * closes the socket - every grant it held is returned to the pool.
  * A client that sends a malformed request is disconnected; one that does not
  * read its replies is too (replies are never allowed to block smcrd).
+ *
+ * Requests may carry descriptors (SCM_RIGHTS): exactly as many as their type
+ * takes, all closed once the request is served, whatever became of it; a
+ * client that sends any other number is malformed.  That is what keeps
+ * smcrd's descriptor count flat however its clients behave.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +33,7 @@ int smcrd_control_open(struct smcrd_control *ctl)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
 	*ctl = (struct smcrd_control){ .listen_fd = -1 };
+	smcrd_shm_broker_init(&ctl->shm);
 	if (snprintf(ctl->path, sizeof(ctl->path), "%s/%s", smcr_rundir(),
 		     SMCR_CONTROL_SOCKET) >= (int)sizeof(sa.sun_path)) {
 		errno = ENAMETOOLONG;
@@ -49,14 +55,23 @@ int smcrd_control_open(struct smcrd_control *ctl)
 	return 0;
 }
 
+/* The one place where buffer memory returns to the pool. */
+static void give_back(struct smcrd_control *ctl, struct smcrd_client *c, uint64_t bytes)
+{
+	bytes = bytes < c->granted ? bytes : c->granted;
+	c->granted -= bytes;
+	ctl->used -= bytes;
+}
+
 static void drop_client(struct smcrd_control *ctl, size_t i)
 {
 	struct smcrd_client *c = &ctl->clients[i];
 
-	ctl->used -= c->granted;
 	if (c->registered)
 		smcrd_log(LOG_INFO, "process %d (%s) left; %llu bytes of buffer memory returned",
 			  (int)c->pid, c->comm, (unsigned long long)c->granted);
+	smcrd_shm_drop_owner(&ctl->shm, c->id);
+	give_back(ctl, c, c->granted);
 	close(c->fd);
 	ctl->clients[i] = ctl->clients[--ctl->nclients];
 }
@@ -66,6 +81,7 @@ void smcrd_control_close(struct smcrd_control *ctl)
 	while (ctl->nclients)
 		drop_client(ctl, ctl->nclients - 1);
 	free(ctl->clients);
+	smcrd_shm_broker_close(&ctl->shm);
 	if (ctl->listen_fd >= 0) {
 		close(ctl->listen_fd);
 		unlink(ctl->path);
@@ -122,7 +138,8 @@ static void accept_clients(struct smcrd_control *ctl)
 			ctl->capacity = cap;
 		}
 		struct smcrd_client *c = &ctl->clients[ctl->nclients++];
-		*c = (struct smcrd_client){ .fd = fd, .pid = cred.pid, .uid = cred.uid };
+		*c = (struct smcrd_client){ .fd = fd, .id = ++ctl->next_id, .pid = cred.pid,
+					    .uid = cred.uid };
 		read_comm(c->pid, c->comm, sizeof(c->comm));
 	}
 }
@@ -147,16 +164,51 @@ static bool reply(const struct smcrd_client *c, const void *msg, size_t len, con
 	return sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len;
 }
 
-static void grant(struct smcrd_control *ctl, struct smcrd_client *c, struct smcr_control_msg *m,
-		  uint64_t limit)
+/* Charges bytes to c, if max_memory allows; else says why in m. */
+static bool grant(struct smcrd_control *ctl, struct smcrd_client *c, uint64_t bytes,
+		  uint64_t limit, struct smcr_control_msg *m)
 {
-	if (m->bytes > limit - ctl->used || ctl->used > limit) {
+	if (bytes > limit - ctl->used || ctl->used > limit) {
 		m->result = -ENOMEM;
 		snprintf(m->text, sizeof(m->text), "max_memory reached: %llu of %llu bytes in use",
 			 (unsigned long long)ctl->used, (unsigned long long)limit);
-	} else {
-		ctl->used += m->bytes;
-		c->granted += m->bytes;
+		return false;
+	}
+	ctl->used += bytes;
+	c->granted += bytes;
+	return true;
+}
+
+/* in: the TCP socket, the memfd.  Checks, charges and records the offer. */
+static void offer(struct smcrd_control *ctl, struct smcrd_client *c, struct smcr_control_msg *m,
+		  const int *in, uint64_t limit)
+{
+	struct smcrd_shm_offer o;
+
+	m->result = smcrd_shm_check(&o, in[0], in[1], m->bytes, m->text, sizeof(m->text));
+	if (m->result || !grant(ctl, c, o.bytes, limit, m))
+		return;
+	m->result = smcrd_shm_add(&ctl->shm, &o, in[1], c->id, &m->token);
+	if (m->result) {
+		give_back(ctl, c, o.bytes);
+		snprintf(m->text, sizeof(m->text), "%s", m->result == -EMFILE ?
+			 "too many buffers are waiting for their peer" : strerror(-m->result));
+		return;
+	}
+	smcrd_log(LOG_DEBUG, "process %d (%s) offers %llu bytes as buffer %016llx", (int)c->pid,
+		  c->comm, (unsigned long long)o.bytes, (unsigned long long)m->token);
+}
+
+/* in: the TCP socket.  *memfd: the buffer to send, if the socket proves the peer. */
+static void attach(struct smcrd_control *ctl, const struct smcrd_client *c,
+		   struct smcr_control_msg *m, int sock, int *memfd)
+{
+	m->result = smcrd_shm_attach(&ctl->shm, m->token, sock, memfd);
+	if (m->result) {
+		/* The reason stays here: the asker may be probing (see shm_broker.c). */
+		snprintf(m->text, sizeof(m->text), "no such buffer for this connection");
+		smcrd_log(LOG_INFO, "process %d (%s) refused buffer %016llx", (int)c->pid,
+			  c->comm, (unsigned long long)m->token);
 	}
 }
 
@@ -175,73 +227,169 @@ static void describe_procs(const struct smcrd_control *ctl, struct smcr_control_
 		}
 		st->nprocs++;
 	}
+	st->offered = (uint32_t)ctl->shm.n;
+	st->attached = (uint32_t)(ctl->shm.n - ctl->shm.pending);
 }
 
-/* Handles one request; false if the client must be dropped. */
-static bool serve_request(struct smcrd_control *ctl, struct smcrd_client *c, struct smcrd *d)
+#define MAX_REQUEST_FDS 2
+
+/* The kernel could not give us all of a request's descriptors: we are out of them. */
+static bool all_arrived(struct smcr_control_msg *m, bool short_of_fds)
+{
+	if (short_of_fds) {
+		m->result = -EMFILE;
+		snprintf(m->text, sizeof(m->text), "smcrd is short of descriptors");
+	}
+	return !short_of_fds;
+}
+
+/*
+ * Whether a request came with the descriptors its type takes: exactly those,
+ * or fewer because we had no room for the rest (*short_of_fds: refused, not
+ * held against the client).  cut: the kernel left some out.
+ */
+static bool fds_fit(uint16_t type, size_t nin, bool cut, bool *short_of_fds)
+{
+	size_t want = type == SMCR_CONTROL_OFFER ? 2 : type == SMCR_CONTROL_ATTACH ? 1 : 0;
+
+	*short_of_fds = cut && nin < want;
+	return *short_of_fds || (!cut && nin == want);
+}
+
+/*
+ * Receives one request and the descriptors that came with it into
+ * in[0 .. *nin-1], for the caller to close.  *cut: some more came that did
+ * not fit (the kernel closed those) or that we had no room for.
+ */
+static ssize_t recv_request(const struct smcrd_client *c, struct smcr_control_msg *m, int *in,
+			    size_t *nin, bool *cut)
+{
+	union {
+		char buf[CMSG_SPACE(MAX_REQUEST_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} control;
+	struct iovec iov = { m, sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = control.buf, .msg_controllen = sizeof(control.buf) };
+	ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	*nin = 0;
+	*cut = false;
+	if (n < 0)
+		return n;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
+			if (*nin < MAX_REQUEST_FDS)
+				in[(*nin)++] = fd;
+			else
+				close(fd);
+		}
+	}
+	*cut = mh.msg_flags & MSG_CTRUNC;
+	/* Longer than a request: malformed, not a request cut to size. */
+	return mh.msg_flags & MSG_TRUNC ? n + 1 : n;
+}
+
+/*
+ * Answers one well-formed request; in[]: the descriptors it carried (closed
+ * by the caller), short_of_fds: not all of them, we are out of descriptors.
+ * False if the client must be dropped.
+ */
+static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smcrd *d,
+		   struct smcr_control_msg *m, const int *in, bool short_of_fds)
 {
 	static struct smcr_control_status st;   /* 16 KiB: not on the stack */
-	struct smcr_control_msg m;
-	ssize_t n = recv(c->fd, &m, sizeof(m), MSG_DONTWAIT);
-
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR;
-	if (n != sizeof(m) || m.version != SMCR_CONTROL_VERSION) {
-		if (n > 0)
-			smcrd_log(LOG_WARNING, "process %d (%s): malformed request (%zd bytes)",
-				  (int)c->pid, c->comm, n);
-		return false;           /* 0: the process closed its end */
-	}
 	const uint64_t limit = smcrd_memory_limit(d);
 	int fds[2];
 	size_t nfds = 0;
 	bool ok;
 
-	m.result = 0;
-	m.text[0] = '\0';
-	switch (m.type) {
+	m->result = 0;
+	m->text[0] = '\0';
+	switch (m->type) {
 	case SMCR_CONTROL_REGISTER:
 		c->registered = true;
 		if (smcrd_negotiation_maps(d, fds) == 0)
 			nfds = 2;
 		else
-			m.result = -ENOENT;
+			m->result = -ENOENT;
 		break;
 	case SMCR_CONTROL_GRANT:
 		c->registered = true;
-		grant(ctl, c, &m, limit);
+		grant(ctl, c, m->bytes, limit, m);
 		break;
 	case SMCR_CONTROL_RELEASE:
-		m.bytes = m.bytes < c->granted ? m.bytes : c->granted;
-		c->granted -= m.bytes;
-		ctl->used -= m.bytes;
+		give_back(ctl, c, m->bytes);
+		return true;                    /* no reply */
+	case SMCR_CONTROL_OFFER:
+		c->registered = true;
+		if (all_arrived(m, short_of_fds))
+			offer(ctl, c, m, in, limit);
+		break;
+	case SMCR_CONTROL_ATTACH:
+		c->registered = true;
+		if (all_arrived(m, short_of_fds))
+			attach(ctl, c, m, in[0], &fds[0]);
+		nfds = m->result == 0;
+		break;
+	case SMCR_CONTROL_WITHDRAW:
+		give_back(ctl, c, smcrd_shm_withdraw(&ctl->shm, c->id, m->token));
 		return true;                    /* no reply */
 	case SMCR_CONTROL_STATUS:
 		memset(&st, 0, sizeof(st));
 		smcrd_describe(d, &st);
 		describe_procs(ctl, &st);
-		st.head = m;
+		st.head = *m;
 		st.head.bytes = ctl->used;
 		st.head.limit = limit;
 		return reply(c, &st, sizeof(st), NULL, 0);
 	case SMCR_CONTROL_RELOAD:
 		if (c->uid != 0) {
-			m.result = -EPERM;
-			snprintf(m.text, sizeof(m.text), "only root may change the configuration");
-		} else if (smcrd_reload(d, m.text, sizeof(m.text))) {
-			m.result = -EINVAL;
+			m->result = -EPERM;
+			snprintf(m->text, sizeof(m->text), "only root may change the configuration");
+		} else if (smcrd_reload(d, m->text, sizeof(m->text))) {
+			m->result = -EINVAL;
 		}
 		break;
 	default:
 		smcrd_log(LOG_WARNING, "process %d (%s): unknown request type %u", (int)c->pid,
-			  c->comm, m.type);
+			  c->comm, m->type);
 		return false;
 	}
-	m.bytes = ctl->used;
-	m.limit = limit;
-	ok = reply(c, &m, sizeof(m), fds, nfds);
+	m->bytes = ctl->used;
+	m->limit = limit;
+	ok = reply(c, m, sizeof(*m), fds, nfds);
 	for (size_t i = 0; i < nfds; i++)
 		close(fds[i]);
+	return ok;
+}
+
+/* Handles one request; false if the client must be dropped. */
+static bool serve_request(struct smcrd_control *ctl, struct smcrd_client *c, struct smcrd *d)
+{
+	struct smcr_control_msg m;
+	int in[MAX_REQUEST_FDS];
+	size_t nin;
+	bool cut, short_of_fds, ok;
+	ssize_t n = recv_request(c, &m, in, &nin, &cut);
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR;
+	if (n != sizeof(m) || m.version != SMCR_CONTROL_VERSION ||
+	    !fds_fit(m.type, nin, cut, &short_of_fds)) {
+		if (n > 0)
+			smcrd_log(LOG_WARNING, "process %d (%s): malformed request (%zd bytes, "
+				  "%zu descriptors)", (int)c->pid, c->comm, n, nin);
+		ok = false;             /* n == 0: the process closed its end */
+	} else {
+		ok = answer(ctl, c, d, &m, in, short_of_fds);
+	}
+	for (size_t i = 0; i < nin; i++)
+		close(in[i]);
 	return ok;
 }
 

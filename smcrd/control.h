@@ -1,6 +1,7 @@
 /*
  * control.h - smcrd's control socket: the registry of processes using smcr,
- * their buffer-memory grants against max_memory, status and reload requests
+ * their buffer-memory grants against max_memory, the shared-memory buffers
+ * they offer each other (shm_broker.h), status and reload requests
  * (protocol: libsmcr/control_proto.h).
  */
 #ifndef SMCRD_CONTROL_H
@@ -13,13 +14,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "shm_broker.h"
+
 struct smcrd;
 
 struct smcrd_client {
 	int fd;
+	uint64_t id;                    /* names it in the broker: pids and slots are reused */
 	pid_t pid;
 	uid_t uid;
-	uint64_t granted;               /* bytes of buffer memory it holds */
+	uint64_t granted;               /* bytes of buffer memory it holds, offers included */
 	bool registered;                /* a process using smcr, not a passing smcrctl */
 	char comm[16];
 };
@@ -30,6 +34,8 @@ struct smcrd_control {
 	struct smcrd_client *clients;
 	size_t nclients, capacity;
 	uint64_t used;                  /* sum of all grants */
+	uint64_t next_id;
+	struct smcrd_shm_broker shm;
 };
 
 /* Binds RUNDIR/smcrd.sock (mode 0666: any local process may register). */

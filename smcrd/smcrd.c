@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -213,6 +214,17 @@ static int absolute_path(const char *path, char *buf, size_t size)
 	return snprintf(buf, size, "%s/%s", cwd, path) < (int)size ? 0 : -1;
 }
 
+/* Each client, and each buffer waiting for its peer (shm_broker.c), holds a descriptor. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 /* Everything up to the loop; nonzero: the exit status. */
 static int start(struct smcrd *d, const char *conf, const char *cgroup, bool foreground)
 {
@@ -271,6 +283,7 @@ static int start(struct smcrd *d, const char *conf, const char *cgroup, bool for
 		smcrd_log(LOG_ERR, "signalfd: %s", strerror(errno));
 		return 1;
 	}
+	raise_fd_limit();
 	if (smcrd_control_open(&d->control)) {
 		smcrd_log(LOG_ERR, "control socket %s: %s", d->control.path, strerror(errno));
 		return 1;

@@ -39,7 +39,7 @@ static const char usage[] =
 	"                        file is rewritten atomically and smcrd reloads it\n"
 	"  enable, disable       set enabled=1 or enabled=0\n"
 	"  status                smcrd: running?, program attached, memory in use of\n"
-	"                        max_memory, registered processes\n"
+	"                        max_memory, shared-memory buffers, registered processes\n"
 	"  help                  this text\n"
 	"\n"
 	"  -c FILE    configuration file (default: $SMCR_CONF, else " SMCR_CONF_DEFAULT ")\n"
@@ -156,6 +156,7 @@ static int cmd_status(void)
 		printf("negotiation: no program attached\n");
 	printf("memory:      %.1f MiB in use of max_memory %.0f MiB\n", st.head.bytes / mib,
 	       st.head.limit / mib);
+	printf("buffers:     %u offered, %u attached\n", st.offered, st.attached);
 	printf("processes:   %u registered\n", st.nprocs);
 	if (st.nprocs)
 		printf("  %8s %6s %12s  %s\n", "PID", "UID", "MEMORY", "COMMAND");

@@ -1,0 +1,72 @@
+/*
+ * shm_broker_client.c - offering, attaching and withdrawing shared-memory
+ * buffers through smcrd (see shm_broker_client.h), over the control socket
+ * that control.c keeps.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "control_proto.h"
+#include "log.h"
+#include "real.h"
+#include "shm_broker_client.h"
+
+int smcr_shm_memfd(uint64_t bytes)
+{
+	int saved_errno = errno;
+	int fd = memfd_create("smcr-rmb", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd >= 0 && (ftruncate(fd, (off_t)bytes) ||
+			REAL(fcntl)(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL))) {
+		REAL(close)(fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		fd = -errno;
+	errno = saved_errno;
+	return fd;
+}
+
+int smcr_shm_offer(int sock, int memfd, uint64_t bytes, uint64_t *token)
+{
+	struct smcr_control_msg m = { .type = SMCR_CONTROL_OFFER, .bytes = bytes };
+	const int out[2] = { sock, memfd };
+	int rc = smcr_control_request(&m, out, 2, NULL, 0);
+
+	if (rc)
+		return rc;
+	if (m.result) {
+		smcr_log(m.result == -EINVAL ? SMCR_LOG_WARN : SMCR_LOG_DEBUG,
+			 "smcrd refused our buffer for fd %d: %s", sock,
+			 m.text[0] ? m.text : strerror(-m.result));
+		return m.result;
+	}
+	*token = m.token;
+	return 0;
+}
+
+int smcr_shm_attach(int sock, uint64_t token, int *memfd)
+{
+	struct smcr_control_msg m = { .type = SMCR_CONTROL_ATTACH, .token = token };
+
+	*memfd = -1;
+	int rc = smcr_control_request(&m, &sock, 1, memfd, 1);
+	if (rc == 0)
+		rc = m.result ? m.result : *memfd < 0 ? -EPROTO : 0;   /* EPROTO: a yes without fd */
+	if (rc && *memfd >= 0) {
+		REAL(close)(*memfd);
+		*memfd = -1;
+	}
+	return rc;
+}
+
+void smcr_shm_withdraw(uint64_t token)
+{
+	struct smcr_control_msg m = { .type = SMCR_CONTROL_WITHDRAW, .token = token };
+
+	smcr_control_notify(&m);
+}
