@@ -32,7 +32,7 @@ int smcrd_control_open(struct smcrd_control *ctl)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
-	*ctl = (struct smcrd_control){ .listen_fd = -1 };
+	*ctl = (struct smcrd_control){ .listen_fd = -1, .spare_fd = -1 };
 	smcrd_shm_broker_init(&ctl->shm);
 	if (snprintf(ctl->path, sizeof(ctl->path), "%s/%s", smcr_rundir(),
 		     SMCR_CONTROL_SOCKET) >= (int)sizeof(sa.sun_path)) {
@@ -52,6 +52,7 @@ int smcrd_control_open(struct smcrd_control *ctl)
 		errno = saved_errno;
 		return -1;
 	}
+	ctl->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	return 0;
 }
 
@@ -86,7 +87,9 @@ void smcrd_control_close(struct smcrd_control *ctl)
 		close(ctl->listen_fd);
 		unlink(ctl->path);
 	}
-	*ctl = (struct smcrd_control){ .listen_fd = -1 };
+	if (ctl->spare_fd >= 0)
+		close(ctl->spare_fd);
+	*ctl = (struct smcrd_control){ .listen_fd = -1, .spare_fd = -1 };
 }
 
 size_t smcrd_control_npoll(const struct smcrd_control *ctl)
@@ -115,10 +118,30 @@ static void read_comm(pid_t pid, char *comm, size_t size)
 	comm[strcspn(comm, "\n")] = '\0';
 }
 
+/*
+ * Out of descriptors, a pending connection stays readable and poll() would
+ * wake us forever: take it with the spare descriptor and close it, so the
+ * client sees smcrd refuse (and falls back to TCP) instead of smcrd spinning.
+ */
+static bool refuse_one(struct smcrd_control *ctl)
+{
+	close(ctl->spare_fd);
+	int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		smcrd_log(LOG_WARNING, "out of descriptors: a process could not register");
+	}
+	ctl->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return fd >= 0;         /* accept() fails for want of a descriptor before it looks */
+}
+
 static void accept_clients(struct smcrd_control *ctl)
 {
 	for (;;) {
 		int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE) && ctl->spare_fd >= 0 &&
+		    refuse_one(ctl))
+			continue;
 		if (fd < 0)
 			return;                 /* EAGAIN, or a client gone before we took it */
 		struct ucred cred;

@@ -30,6 +30,7 @@ struct smcrd_client {
 
 struct smcrd_control {
 	int listen_fd;
+	int spare_fd;                   /* held for when descriptors run out (refuse_one) */
 	char path[PATH_MAX];
 	struct smcrd_client *clients;
 	size_t nclients, capacity;

@@ -309,7 +309,8 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct smcrd d = { .pidfile.fd = -1, .control.listen_fd = -1, .signal_fd = -1 };
+	struct smcrd d = { .pidfile.fd = -1, .signal_fd = -1,
+			   .control.listen_fd = -1, .control.spare_fd = -1 };
 	const char *conf = smcr_config_default_path();
 	const char *cgroup = NULL;
 	bool foreground = false;

@@ -108,6 +108,33 @@ PY
 expect_eq "malformed requests get the connection closed" "$?" 0
 if kill -0 "$daemon" && status > /dev/null; then pass "smcrd still serves after malformed requests"; else fail "smcrd died"; fi
 
+# Out of descriptors, smcrd refuses registrations instead of spinning on its
+# listener, and serves again once descriptors are free.
+cpu() { awk '{print $14 + $15}' "/proc/$daemon/stat"; }
+used_fds=$(ls "/proc/$daemon/fd" | wc -l)
+hard=$(prlimit --pid "$daemon" --nofile --raw --noheadings | awk '{print $3}')
+prlimit --pid "$daemon" --nofile=$((used_fds + 4)):"$hard"
+before=$(cpu)
+"$PY" - "$SMCR_RUNDIR/smcrd.sock" << 'PY' &
+import socket, sys, time
+held = []
+for _ in range(20):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(sys.argv[1])
+    held.append(s)
+time.sleep(2)
+PY
+flood=$!
+sleep 1.5
+after=$(cpu)
+if [ $((after - before)) -lt 50 ]; then pass "out of descriptors: smcrd idle ($((after - before)) ticks in 1.5 s)"; else fail "smcrd spun: $((after - before)) ticks in 1.5 s"; fi
+grep -q "out of descriptors: a process could not register" "$WORK/smcrd.err" &&
+	pass "smcrd says why it refused" || fail "no refusal logged"
+wait "$flood"
+prlimit --pid "$daemon" --nofile="$hard":"$hard"
+for _ in $(seq 30); do status > /dev/null && break; sleep 0.1; done
+status > /dev/null && pass "smcrd serves again" || fail "smcrd does not answer after the flood"
+
 # smcrd gone: grants are refused, not hung.
 kill -9 "$daemon"; wait "$daemon" 2> /dev/null
 expect_eq "grant without smcrd" "$("$BIN/grant_client" 1 | head -1)" "refused 1: Transport endpoint is not connected"
