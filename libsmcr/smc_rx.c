@@ -1,0 +1,287 @@
+/*
+ * smc_rx.c - the receive path (smc_rx.h).
+ *
+ * A CDC from the peer is checked, then applied: its producer cursor says
+ * how far our RMB holds data (rx_prod), its consumer cursor how far the
+ * peer has read what we sent (tx_fin), its flags what the peer wants and
+ * whether it is closing.  Nothing runs in the background: CDCs are fetched
+ * when the application calls into the connection (send, recv, poll), which
+ * is enough because each one carries the whole state (smc_shm.c).
+ *
+ * Reading copies from rx_cons towards rx_prod, and moves rx_cons unless
+ * peeking; the consumer cursor goes back to the peer by the RFC 7609 rule
+ * (smc_cdc_cons_update_due), in a CDC of its own or in any CDC we send.
+ *
+ * The transport delivers CDCs in order and each once, so the sequence
+ * number is not checked: with a mailbox that keeps only the latest CDC,
+ * more than half the seqno space may pass between two fetches, and the
+ * distance rule of smc_cdc_seq_newer() would then reject a newer one.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "smc_iov.h"
+#include "smc_rx.h"
+#include "smc_tx.h"
+
+#define PEER_DONE (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED)
+
+/*
+ * A CDC whose producer flags mark an urgent byte: the one before its
+ * producer cursor.  The sender repeats the mark until we have read up to
+ * it, so a mark we know, or one we have passed, is not new.
+ */
+static void rx_urg_mark(struct smc_conn *conn, struct smc_cursor mark)
+{
+	uint32_t at = mark.count ? mark.count - 1 : conn->rmb_size - 1;
+
+	if (conn->rx_urg_state != SMC_URG_NONE && smc_cursor_equal(mark, conn->rx_urg_mark))
+		return;
+	if (!smc_cursor_newer(conn->rx_cons, mark))
+		return;
+	conn->rx_urg_mark = mark;
+	conn->rx_urg_state = SMC_URG_VALID;
+	conn->rx_urg_unpassed = true;
+	conn->rx_urg_byte = conn->rmb[at];
+}
+
+/* Applies a decoded CDC; false if it breaks the protocol. */
+static bool rx_cdc_apply(struct smc_conn *conn, const struct smc_cdc *cdc)
+{
+	/* the peer may fill the ring up to the consumer cursor we told it */
+	struct smc_cursor prod_limit = smc_cursor_add(conn->rx_confirmed, conn->rmb_size,
+						      conn->rmb_size);
+	enum smc_cursor_update prod, cons;
+
+	if (cdc->token != conn->token ||
+	    !smc_cdc_valid_for(cdc, conn->rmb_size, conn->peer_rmb_size))
+		return false;
+	prod = smc_cursor_check_update(conn->rx_prod, cdc->prod, prod_limit);
+	cons = smc_cursor_check_update(conn->tx_fin, cdc->cons, conn->tx_sent);
+	if (prod == SMC_CURSOR_BAD || cons == SMC_CURSOR_BAD)
+		return false;
+	if (prod == SMC_CURSOR_ADVANCE)
+		conn->rx_prod = cdc->prod;
+	if (cons == SMC_CURSOR_ADVANCE)
+		conn->tx_fin = cdc->cons;
+	conn->peer_prod_flags = cdc->prod_flags;
+	if (cdc->prod_flags & SMC_CDC_URG_DATA_PRESENT)
+		rx_urg_mark(conn, cdc->prod);
+	conn->peer_state |= cdc->conn_state_flags;
+	if (conn->peer_state & SMC_CDC_PEER_CONN_ABORT)
+		conn->err = ECONNRESET;
+	return true;
+}
+
+int smc_rx_cdc_fetch(struct smc_conn *conn)
+{
+	uint8_t msg[SMC_CDC_MSG_LEN];
+	bool applied = false;
+	int rc;
+
+	while (!conn->err && (rc = conn->ops->recv_cdc(conn, msg)) != 0) {
+		struct smc_cdc cdc;
+
+		if (rc < 0 || smc_cdc_decode(msg, sizeof(msg), &cdc) || !rx_cdc_apply(conn, &cdc)) {
+			smc_tx_abort_locked(conn);
+			break;
+		}
+		applied = true;
+	}
+	if (conn->err)
+		return -conn->err;
+	/* the peer may have asked for our cursor, or said it is blocked */
+	return applied ? smc_tx_consumer_update(conn, false) : 0;
+}
+
+uint64_t smc_rx_deadline(int timeout_ms)
+{
+	return timeout_ms > 0 ? smc_clock_ns() + (uint64_t)timeout_ms * 1000000u : 0;
+}
+
+int smc_rx_cdc_wait(struct smc_conn *conn, uint32_t since, uint64_t deadline)
+{
+	int timeout_ms = -1, rc;
+
+	if (deadline) {
+		uint64_t now = smc_clock_ns();
+
+		if (now >= deadline)
+			return -EAGAIN;
+		/* rounded up: a wait that ends early only costs another turn */
+		timeout_ms = (int)((deadline - now + 999999) / 1000000);
+	}
+	pthread_mutex_unlock(&conn->lock);
+	rc = conn->ops->wait(conn, since, timeout_ms);
+	pthread_mutex_lock(&conn->lock);
+	return rc == -ETIMEDOUT ? 0 : rc;
+}
+
+/* A read position: rx_cons, or beyond it while peeking. */
+struct rx_pos {
+	struct smc_cursor at;
+	bool urg_unpassed;	/* at has not reached rx_urg_mark */
+};
+
+/*
+ * Takes up to max readable bytes at pos into it (nowhere with MSG_TRUNC)
+ * and moves pos past them.  Without SO_OOBINLINE the urgent byte is
+ * stepped over, but only when nothing was copied before it (copied):
+ * otherwise *at_mark is set and the read ends there, as TCP's does.
+ */
+static size_t rx_take(struct smc_conn *conn, struct rx_pos *pos, struct smc_iov_iter *it,
+		      size_t max, int flags, bool copied, bool *at_mark)
+{
+	uint32_t size = conn->rmb_size;
+	uint32_t avail = smc_ring_readable(size, pos->at, conn->rx_prod);
+	struct smc_ring_chunk chunk[2];
+	unsigned int chunks;
+
+	if (pos->urg_unpassed && !conn->oob_inline) {
+		uint32_t before = smc_cursor_diff(size, pos->at, conn->rx_urg_mark) - 1;
+
+		if (before == 0) {
+			if (copied) {
+				*at_mark = true;
+				return 0;
+			}
+			pos->at = smc_cursor_add(pos->at, size, 1);
+			pos->urg_unpassed = false;
+			avail--;
+		} else if (avail > before) {
+			avail = before;
+		}
+	}
+	if (avail > max)
+		avail = (uint32_t)max;
+	chunks = smc_ring_split(size, pos->at.count, avail, chunk);
+	for (unsigned int i = 0; i < chunks && !(flags & MSG_TRUNC); i++) {
+		uint32_t off = chunk[i].off, left = chunk[i].len;
+
+		while (left > 0) {
+			char *dst;
+			size_t len = smc_iov_next(it, left, &dst);
+
+			memcpy(dst, conn->rmb + off, len);
+			off += (uint32_t)len;
+			left -= (uint32_t)len;
+		}
+	}
+	pos->at = smc_cursor_add(pos->at, size, avail);
+	if (pos->urg_unpassed && conn->oob_inline && !smc_cursor_newer(pos->at, conn->rx_urg_mark))
+		pos->urg_unpassed = false;
+	return avail;
+}
+
+/* Consumes up to pos; reaching the urgent mark forces the update the sender waits for. */
+static int rx_consume(struct smc_conn *conn, const struct rx_pos *pos)
+{
+	bool passed_mark = conn->rx_urg_unpassed && !pos->urg_unpassed;
+
+	conn->rx_cons = pos->at;
+	conn->rx_urg_unpassed = pos->urg_unpassed;
+	return smc_tx_consumer_update(conn, passed_mark);
+}
+
+static ssize_t rx_recv_urgent(struct smc_conn *conn, const struct iovec *iov, int iovcnt,
+			      int flags)
+{
+	struct smc_iov_iter it = smc_iov_iter(iov, iovcnt);
+	ssize_t rc;
+
+	pthread_mutex_lock(&conn->lock);
+	rc = smc_rx_cdc_fetch(conn);
+	if (rc == 0) {
+		if (conn->oob_inline || conn->rx_urg_state != SMC_URG_VALID) {
+			rc = -EINVAL;
+		} else {
+			char *dst;
+
+			if (!(flags & MSG_TRUNC) && smc_iov_next(&it, 1, &dst))
+				*dst = (char)conn->rx_urg_byte;
+			if (!(flags & MSG_PEEK))
+				conn->rx_urg_state = SMC_URG_READ;
+			rc = 1;
+		}
+	}
+	pthread_mutex_unlock(&conn->lock);
+	return rc;
+}
+
+ssize_t smc_rx_recv(struct smc_conn *conn, const struct iovec *iov, int iovcnt, int flags,
+		    bool nonblock)
+{
+	struct smc_iov_iter it = smc_iov_iter(iov, iovcnt);
+	size_t len = smc_iov_total(iov, iovcnt), copied = 0;
+	size_t target = (flags & MSG_WAITALL) ? len : 1;
+	uint64_t deadline = smc_rx_deadline(conn->rcv_timeout_ms);
+	bool at_mark = false;
+	struct rx_pos pos;
+	int rc = 0;
+
+	if (flags & MSG_OOB)
+		return rx_recv_urgent(conn, iov, iovcnt, flags);
+	nonblock |= !!(flags & MSG_DONTWAIT);
+	pthread_mutex_lock(&conn->lock);
+	pos = (struct rx_pos){ .at = conn->rx_cons, .urg_unpassed = conn->rx_urg_unpassed };
+	while (copied < len) {
+		uint32_t since = conn->ops->events(conn);
+		struct smc_cursor before = pos.at;
+		size_t n;
+
+		rc = smc_rx_cdc_fetch(conn);
+		if (rc)
+			break;
+		n = rx_take(conn, &pos, &it, len - copied, flags, copied > 0, &at_mark);
+		copied += n;
+		if (!(flags & MSG_PEEK) && !smc_cursor_equal(before, pos.at)) {
+			rc = rx_consume(conn, &pos);
+			if (rc)
+				break;
+		}
+		if (copied >= target || at_mark)
+			break;
+		if (n)
+			continue;	/* more may have come meanwhile */
+		if ((conn->peer_state & PEER_DONE) &&
+		    smc_ring_readable(conn->rmb_size, pos.at, conn->rx_prod) == 0)
+			break;		/* end of file */
+		if (nonblock) {
+			rc = -EAGAIN;
+			break;
+		}
+		rc = smc_rx_cdc_wait(conn, since, deadline);
+		if (rc)
+			break;
+	}
+	pthread_mutex_unlock(&conn->lock);
+	return copied ? (ssize_t)copied : rc;
+}
+
+size_t smc_rx_readable(struct smc_conn *conn)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&conn->lock);
+	if (smc_rx_cdc_fetch(conn) == 0) {
+		n = smc_ring_readable(conn->rmb_size, conn->rx_cons, conn->rx_prod);
+		/* the urgent byte is not in the stream */
+		if (conn->rx_urg_unpassed && !conn->oob_inline)
+			n--;
+	}
+	pthread_mutex_unlock(&conn->lock);
+	return n;
+}
+
+bool smc_rx_urgent(struct smc_conn *conn)
+{
+	bool urgent;
+
+	pthread_mutex_lock(&conn->lock);
+	urgent = smc_rx_cdc_fetch(conn) == 0 && !conn->oob_inline &&
+		 conn->rx_urg_state == SMC_URG_VALID;
+	pthread_mutex_unlock(&conn->lock);
+	return urgent;
+}

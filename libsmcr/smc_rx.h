@@ -1,0 +1,61 @@
+/*
+ * smc_rx.h - the receive path: the peer's CDC messages applied to the
+ * connection, and the bytes they announce read out of our RMB.
+ *
+ * Functions return a count or a negative errno.  Except where marked
+ * "under conn->lock", they take the connection's lock themselves.
+ */
+#ifndef SMCR_SMC_RX_H
+#define SMCR_SMC_RX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "smc_transport.h"
+
+/*
+ * recv/recvmsg: copies readable bytes into the iovec.  Blocks until at
+ * least one byte is there (SO_RCVTIMEO: conn->rcv_timeout_ms) unless
+ * nonblock or MSG_DONTWAIT (-EAGAIN then).  Returns 0 at end of file: the
+ * peer shut down writing or closed, and everything it sent has been read.
+ * Flags, as TCP:
+ *  - MSG_PEEK: copies without consuming;
+ *  - MSG_WAITALL: waits for the whole request (short at end of file, on an
+ *    error, a signal or a timeout);
+ *  - MSG_TRUNC: consumes without copying (the iovec may be NULL);
+ *  - MSG_OOB: the urgent byte (-EINVAL if there is none, or SO_OOBINLINE).
+ *    Without SO_OOBINLINE the urgent byte is not in the stream, and a read
+ *    stops before it once it has copied something.
+ * Errors: -ECONNRESET after an abort (either side) or a protocol error by
+ * the peer; -EINTR when a signal interrupted the wait.
+ */
+ssize_t smc_rx_recv(struct smc_conn *conn, const struct iovec *iov, int iovcnt, int flags,
+		    bool nonblock);
+
+/* Bytes a recv would return now (FIONREAD, POLLIN).  Fetches the latest CDC. */
+size_t smc_rx_readable(struct smc_conn *conn);
+
+/* An urgent byte waits for recv(MSG_OOB) (POLLPRI).  Fetches the latest CDC. */
+bool smc_rx_urgent(struct smc_conn *conn);
+
+/*
+ * Under conn->lock: fetches and applies the CDCs the peer sent since the
+ * last fetch, then sends a consumer update if one is due.  Returns
+ * -conn->err once the connection has failed: the peer aborted, or broke
+ * the protocol (a bad token or cursor; we then abort it).  Never blocks.
+ */
+int smc_rx_cdc_fetch(struct smc_conn *conn);
+
+/* The deadline of a call that may wait timeout_ms (0: for ever, deadline 0). */
+uint64_t smc_rx_deadline(int timeout_ms);
+
+/*
+ * Under conn->lock, which it releases while it waits: waits for the peer
+ * (ops->wait) until events() moves from since.  Returns 0 (also
+ * spuriously), -EAGAIN once deadline has passed, or -EINTR.
+ */
+int smc_rx_cdc_wait(struct smc_conn *conn, uint32_t since, uint64_t deadline);
+
+#endif

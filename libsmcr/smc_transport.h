@@ -1,0 +1,195 @@
+/*
+ * smc_transport.h - the transport interface, and the connection state the
+ * send and receive paths keep above it.
+ *
+ * A transport moves two things to the peer: payload, written straight into
+ * the peer's RMB (the ring it reads), and 44-byte CDC messages announcing
+ * how far the cursors moved.  RDMA does this with RDMA WRITEs and a SEND on
+ * one RC QP; shared memory (smc_shm.c) with stores into the peer's memfd and
+ * a mailbox.  smc_tx.c and smc_rx.c are written once, against the ops
+ * table below, and know nothing of either.
+ *
+ * This file owns the ops table, struct smc_conn and the RMB size classes.
+ */
+#ifndef SMCR_SMC_TRANSPORT_H
+#define SMCR_SMC_TRANSPORT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "smc_cdc.h"
+#include "smc_clc.h"
+#include "smc_cursor.h"
+
+/*
+ * RMB sizes: 1 << (class + 14) bytes, the 4-bit compressed size of the CLC
+ * Accept/Confirm (rmbe_size, dmbe_size).  RFC 7609 caps SMC-R at class 5
+ * (512 KiB); SMC-D, and so our shared memory, allows class 6 (1 MiB).
+ */
+#define SMC_RMB_MIN_SIZE	16384u
+#define SMC_RMB_MAX_CLASS_R	5
+#define SMC_RMB_MAX_CLASS_D	6
+
+static inline uint32_t smc_rmb_size(unsigned int size_class)
+{
+	return SMC_RMB_MIN_SIZE << size_class;
+}
+
+/* The smallest class holding bytes, capped at max_class. */
+static inline unsigned int smc_rmb_size_class(uint64_t bytes, unsigned int max_class)
+{
+	unsigned int c = 0;
+
+	while (c < max_class && smc_rmb_size(c) < bytes)
+		c++;
+	return c;
+}
+
+/* Timeouts and spins are measured on CLOCK_MONOTONIC. */
+static inline uint64_t smc_clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct smc_conn;
+
+/*
+ * The send and receive paths call write, send_cdc and recv_cdc with
+ * conn->lock held; events, wait and wake need no lock (a waiter sleeps
+ * without it, wake comes from another thread).  Errors are negative errno
+ * values.
+ */
+struct smc_transport_ops {
+	const char *name;
+
+	/*
+	 * Sets up our RMB of smc_rmb_size(size_class) bytes in the memory of
+	 * memfd (granted by smcrd; the transport says how many bytes it needs)
+	 * and fills in conn->rmb, conn->rmb_size and conn->priv.  The fd is
+	 * not kept: the caller closes it when it likes.
+	 */
+	int (*create_rmb)(struct smc_conn *conn, unsigned int size_class, int memfd);
+
+	/*
+	 * Attaches the peer's RMB as its Accept or Confirm described it
+	 * (peer_fd: for shared memory, the memfd behind the peer's token,
+	 * from smcrd's broker; -1 for a transport that needs none) and fills
+	 * in conn->peer_rmb_size.  After create_rmb.
+	 */
+	int (*attach_peer)(struct smc_conn *conn, const struct smc_clc_accept_confirm *peer,
+			   int peer_fd);
+
+	/*
+	 * Copies len bytes from src into the peer's RMB at offset off, one
+	 * contiguous piece of it (off + len <= peer_rmb_size).  src may be
+	 * reused on return; the bytes reach the peer before any CDC sent
+	 * after this call.
+	 */
+	int (*write)(struct smc_conn *conn, uint32_t off, const void *src, uint32_t len);
+
+	/* Delivers a CDC (smc_cdc_encode) to the peer, after the data it announces. */
+	int (*send_cdc)(struct smc_conn *conn, const uint8_t msg[SMC_CDC_MSG_LEN]);
+
+	/*
+	 * Fetches a CDC the peer sent after the last one fetched, in the
+	 * order sent, each once (a transport may skip to the latest, see
+	 * smc_shm.c): 1 and msg filled in, or 0 if there is none.  Never
+	 * blocks.
+	 */
+	int (*recv_cdc)(struct smc_conn *conn, uint8_t msg[SMC_CDC_MSG_LEN]);
+
+	/*
+	 * A number that changes whenever a CDC arrives or wake() is called,
+	 * read without the lock.  A caller about to wait reads it before it
+	 * fetches and looks at the state, then passes it to wait(): whatever
+	 * happened in between makes wait() return at once.  It is also the
+	 * cheap "anything new?" test of a poller.
+	 */
+	uint32_t (*events)(struct smc_conn *conn);
+
+	/*
+	 * Waits, with conn->lock released, until events() moves from since:
+	 * spins briefly, then sleeps.  timeout_ms < 0 waits for ever.  Returns
+	 * 0 (also spuriously: the caller looks again), -ETIMEDOUT or -EINTR.
+	 */
+	int (*wait)(struct smc_conn *conn, uint32_t since, int timeout_ms);
+
+	/* Ends every wait() on conn in this process (a local state change). */
+	void (*wake)(struct smc_conn *conn);
+
+	/* Undoes create_rmb and attach_peer; conn->priv is gone after it. */
+	void (*release)(struct smc_conn *conn);
+};
+
+/* The urgent byte the peer marked (MSG_OOB), on the receive side. */
+enum smc_urg_state {
+	SMC_URG_NONE,		/* none received */
+	SMC_URG_VALID,		/* received, not yet read with MSG_OOB */
+	SMC_URG_READ,		/* read with MSG_OOB */
+};
+
+/*
+ * One connection.  The send and receive paths (smc_tx.c, smc_rx.c) own the
+ * fields after ops/priv, under lock; whoever sets the connection up fills
+ * in tokens and timeouts and calls ops->create_rmb and ops->attach_peer.
+ */
+struct smc_conn {
+	pthread_mutex_t lock;		/* one thread at a time; released while waiting */
+	const struct smc_transport_ops *ops;
+	void *priv;			/* the transport's */
+
+	uint32_t token;			/* ours: the peer puts it in every CDC it sends */
+	uint32_t peer_token;		/* the peer's: we put it in ours */
+	uint8_t *rmb;			/* our RMB, the ring the peer writes and we read */
+	uint32_t rmb_size;
+	uint32_t peer_rmb_size;
+	int rcv_timeout_ms;		/* SO_RCVTIMEO, SO_SNDTIMEO; 0: none */
+	int snd_timeout_ms;
+	bool oob_inline;		/* SO_OOBINLINE: the urgent byte stays in the stream */
+
+	/* Send side: cursors in the peer's RMB. */
+	struct smc_cursor tx_prep;	/* written into the peer's RMB */
+	struct smc_cursor tx_sent;	/* announced in a CDC (behind prep while corked) */
+	struct smc_cursor tx_fin;	/* the peer's consumer cursor: what it has released */
+	uint16_t tx_seqno;		/* of the last CDC sent */
+	bool write_blocked;		/* data waits for room in the peer's RMB */
+	bool tx_urg_outstanding;	/* tx_urg_mark sent, the peer has not read up to it */
+	struct smc_cursor tx_urg_mark;	/* just after our last urgent byte */
+
+	/* Receive side: cursors in our RMB. */
+	struct smc_cursor rx_prod;	/* the peer's producer cursor, last applied */
+	struct smc_cursor rx_cons;	/* how far we have read */
+	struct smc_cursor rx_confirmed;	/* our consumer cursor as last sent to the peer */
+	uint8_t peer_prod_flags;	/* producer flags of the peer's last CDC */
+	enum smc_urg_state rx_urg_state;
+	bool rx_urg_unpassed;		/* rx_cons has not yet reached rx_urg_mark */
+	struct smc_cursor rx_urg_mark;	/* just after the peer's last urgent byte */
+	uint8_t rx_urg_byte;
+
+	/* Close: SMC_CDC_PEER_DONE_WRITING, _CONN_CLOSED, _CONN_ABORT. */
+	uint8_t local_state;		/* what we told the peer; set bits stay set */
+	uint8_t peer_state;		/* what the peer told us */
+	int err;			/* 0, or the errno every call fails with from now on */
+};
+
+static inline int smc_conn_init(struct smc_conn *conn, const struct smc_transport_ops *ops)
+{
+	memset(conn, 0, sizeof(*conn));
+	conn->ops = ops;
+	return -pthread_mutex_init(&conn->lock, NULL);
+}
+
+static inline void smc_conn_destroy(struct smc_conn *conn)
+{
+	if (conn->priv)
+		conn->ops->release(conn);
+	pthread_mutex_destroy(&conn->lock);
+}
+
+#endif
