@@ -171,15 +171,35 @@ static uint32_t prog_id(int fd)
 }
 
 /* Several sock_ops programs would each add the option and clear each other's flags. */
-static void warn_other_programs(int cgroup_fd, const char *cgroup)
+/*
+ * Two smcr programs on one socket would both write the option and one would
+ * fail (research: the second store gets EEXIST, seen as "no room"): there
+ * must be one smcrd per host, whatever directory its pid file is in.  Other
+ * sock_ops programs are only worth a warning.
+ */
+static int check_other_programs(int cgroup_fd, const char *cgroup, char *err, size_t errlen)
 {
-	uint32_t count = 0;
+	uint32_t ids[64], count = 64, others = 0;
 
-	if (!bpf_prog_query(cgroup_fd, BPF_CGROUP_SOCK_OPS, BPF_F_QUERY_EFFECTIVE, NULL, NULL,
-			    &count) && count > 0)
-		smcrd_log(LOG_WARNING,
-			  "%u other sock_ops program(s) already run for %s: if one of them "
-			  "is another smcrd's, the option may be sent twice", count, cgroup);
+	if (bpf_prog_query(cgroup_fd, BPF_CGROUP_SOCK_OPS, BPF_F_QUERY_EFFECTIVE, NULL, ids,
+			   &count))
+		return 0;
+	for (uint32_t i = 0; i < count && i < 64; i++) {
+		struct bpf_prog_info info = { 0 };
+		uint32_t len = sizeof(info);
+		int fd = bpf_prog_get_fd_by_id(ids[i]);
+		int rc = fd >= 0 ? bpf_obj_get_info_by_fd(fd, &info, &len) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (rc == 0 && strcmp(info.name, "smcr_sockops") == 0)
+			return fail(err, errlen, EEXIST, "another smcrd's program (id %u) already "
+				    "runs for %s: one smcrd per host", ids[i], cgroup);
+		others++;
+	}
+	if (others)
+		smcrd_log(LOG_WARNING, "%u other sock_ops program(s) also run for %s", others,
+			  cgroup);
+	return 0;
 }
 
 static int attach(struct smcr_negotiation *neg, struct bpf_program *prog, char *err,
@@ -189,7 +209,10 @@ static int attach(struct smcr_negotiation *neg, struct bpf_program *prog, char *
 
 	if (cgroup_fd < 0)
 		return fail(err, errlen, errno, "cgroup %s", neg->cgroup);
-	warn_other_programs(cgroup_fd, neg->cgroup);
+	if (check_other_programs(cgroup_fd, neg->cgroup, err, errlen)) {
+		close(cgroup_fd);
+		return -1;
+	}
 	neg->link = bpf_program__attach_cgroup(prog, cgroup_fd);
 	int saved = errno;
 	close(cgroup_fd);               /* the link keeps the cgroup */

@@ -27,6 +27,16 @@ else
 	fail "status: $out"
 fi
 
+# One smcrd per host, even with its pid file elsewhere: two programs would
+# both write the option on every SYN.
+out=$(SMCR_RUNDIR=$WORK/run2 timeout 20 "$BIN/smcrd" -f -c "$conf" 2>&1); rc=$?
+expect_eq "a second smcrd (other run directory) exits" "$rc" 1
+if grep -q "another smcrd's program (id [0-9]*) already runs for .*: one smcrd per host" <<< "$out"; then
+	pass "it says another smcrd's program runs"
+else
+	fail "second smcrd: $out"
+fi
+
 # ip_addr_list entries are checked against the host's addresses, live (rtnetlink).
 if grep -q "ip_addr_list entry 10.213.7.1 is on no interface" "$WORK/smcrd.err"; then
 	pass "smcrd warns about an ip_addr_list entry on no interface"
