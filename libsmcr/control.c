@@ -22,6 +22,7 @@
 #include "control_proto.h"
 #include "log.h"
 #include "real.h"
+#include "stats.h"
 
 #define REPLY_TIMEOUT_MS 500            /* smcrd answers at once; a stuck one must not stall us */
 #define RETRY_INTERVAL_S 1              /* between attempts to reach a missing smcrd */
@@ -147,16 +148,26 @@ static void register_locked(void)
 		disconnect_locked();
 		return;
 	}
-	if (exchange_locked(&m, NULL, 0, maps, 2) != 0 || m.result != 0 || maps[0] < 0 ||
-	    maps[1] < 0) {
+	/* Without a region (no memfd) we register all the same: the counts stay ours. */
+	int stats_fd;
+	struct smcr_stats *stats = smcr_stats_region_new(&stats_fd);
+	int rc = exchange_locked(&m, &stats_fd, stats ? 1 : 0, maps, 2);
+
+	if (stats)
+		REAL(close)(stats_fd);          /* smcrd has its own; the mapping stays */
+	if (rc != 0 || m.result != 0 || maps[0] < 0 || maps[1] < 0) {
 		smcr_log(SMCR_LOG_WARN, "smcrd did not register us (%s)",
-			 m.result ? strerror(-m.result) : "incomplete reply");
+			 m.result ? (m.text[0] ? m.text : strerror(-m.result)) : "incomplete reply");
 		for (int i = 0; i < 2; i++)
 			if (maps[i] >= 0)
 				REAL(close)(maps[i]);
+		if (stats)
+			smcr_stats_region_discard(stats);
 		disconnect_locked();
 		return;
 	}
+	if (stats)
+		smcr_stats_region_use(stats);
 	ctl_fd = move_high(ctl_fd);
 	result_fd = move_high(maps[0]);
 	owned_fd = move_high(maps[1]);
@@ -273,12 +284,35 @@ static void after_fork_parent(void)
 	pthread_mutex_unlock(&lock);
 }
 
-/* A child is a process of its own: it registers (and is accounted) by itself. */
+/*
+ * A child is a process of its own: it registers (and is accounted) by itself.
+ * A child that only serves a connection its parent accepted (socat fork,
+ * inetd style) never needs smcrd, yet its counters must reach smcrd's
+ * statistics: if the parent was registered, the child registers at its first
+ * TCP traffic (smcr_control_traffic) - not here, so that fork-and-exec pays
+ * nothing.  The parent's stats region is already gone here (stats.c runs
+ * first).
+ */
 static void after_fork_child(void)
 {
+	atomic_store(&smcr_control_register_pending, ctl_fd >= 0);
 	disconnect_locked();
 	next_attempt = 0;
 	pthread_mutex_unlock(&lock);
+}
+
+_Atomic bool smcr_control_register_pending;
+
+void smcr_control_register_now(void)
+{
+	int saved_errno = errno;
+
+	pthread_mutex_lock(&lock);
+	atomic_store(&smcr_control_register_pending, false);
+	if (ctl_fd < 0)
+		register_locked();
+	pthread_mutex_unlock(&lock);
+	errno = saved_errno;
 }
 
 void smcr_control_init(void)

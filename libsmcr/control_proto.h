@@ -22,9 +22,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "stats.h"
+
 #define SMCR_RUNDIR_DEFAULT "/run/smcr"
 #define SMCR_CONTROL_SOCKET "smcrd.sock"
-#define SMCR_CONTROL_VERSION 2
+#define SMCR_CONTROL_VERSION 3
 
 /* Where smcrd keeps its pid file and control socket: $SMCR_RUNDIR, else /run/smcr. */
 static inline const char *smcr_rundir(void)
@@ -34,8 +36,12 @@ static inline const char *smcr_rundir(void)
 }
 
 enum smcr_control_type {
-	SMCR_CONTROL_REGISTER = 1,      /* reply carries 2 fds (SCM_RIGHTS): the handshake
-					   result map (read-only), the ownership map */
+	SMCR_CONTROL_REGISTER = 1,      /* carries 0 or 1 fd: the process's statistics, a
+					   memfd of smcr_stats_region_size() bytes holding
+					   a struct smcr_stats (stats.h), sealed against
+					   SHRINK; reply carries 2 fds (SCM_RIGHTS): the
+					   handshake result map (read-only), the ownership
+					   map */
 	SMCR_CONTROL_GRANT,             /* reserve .bytes of buffer memory */
 	SMCR_CONTROL_RELEASE,           /* give .bytes back; no reply */
 	SMCR_CONTROL_STATUS,            /* reply: struct smcr_control_status */
@@ -48,6 +54,8 @@ enum smcr_control_type {
 					   connection, once; -EACCES for anything else */
 	SMCR_CONTROL_WITHDRAW,          /* the offer .token is over, its grant returned;
 					   no reply */
+	SMCR_CONTROL_STATS,             /* reply: struct smcr_control_stats */
+	SMCR_CONTROL_STATS_RESET,       /* root only: later STATS replies count from now */
 };
 
 /* A request, and the head of every reply (same type as its request). */
@@ -82,6 +90,22 @@ struct smcr_control_status {
 	char cgroup[PATH_MAX];          /* where the program is attached */
 	char addrs[1024];               /* ip_addr_list entries and their interfaces */
 	struct smcr_control_proc procs[SMCR_CONTROL_STATUS_PROCS];
+};
+
+/*
+ * The host's statistics: every registered process's counters, live or
+ * exited, less what they were at the last STATS_RESET.  head.bytes: memory
+ * in use, head.limit: max_memory.
+ */
+struct smcr_control_stats {
+	struct smcr_control_msg head;
+	int64_t since;                  /* smcrd start or last reset, Unix seconds */
+	uint64_t peak_memory;           /* most buffer memory in use at once */
+	uint64_t connections;           /* TCP connections open in registered processes */
+	uint64_t peak_connections;      /* most of those seen at once (sampled) */
+	uint64_t processes;             /* registered now */
+	uint64_t exited;                /* registered processes gone */
+	struct smcr_stats_counts counts;
 };
 
 #endif

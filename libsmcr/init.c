@@ -16,6 +16,8 @@
 __attribute__((constructor)) static void smcr_init(void)
 {
 	smcr_log_init();
+	/* Child handlers run in the order registered: counters are private again
+	   before control.c forgets the parent's registration. */
 	pthread_atfork(NULL, NULL, smcr_stats_reset);
 	smcr_control_init();
 	smcr_log(SMCR_LOG_DEBUG, "loaded into %s", program_invocation_short_name);
@@ -23,11 +25,13 @@ __attribute__((constructor)) static void smcr_init(void)
 
 __attribute__((destructor)) static void smcr_fini(void)
 {
+	struct smcr_stats_counts s;
 	char summary[256];
 
-	if (smcr_log_level < SMCR_LOG_INFO ||
-	    !(smcr_stats.tcp_listeners | smcr_stats.tcp_clients | smcr_stats.tcp_servers |
-	      smcr_stats.tcp_bytes_in | smcr_stats.tcp_bytes_out))
+	if (smcr_log_level < SMCR_LOG_INFO)
+		return;
+	smcr_stats_snapshot(&s);
+	if (!(s.tcp_listeners | s.tcp_clients | s.tcp_servers | s.tcp_bytes_in | s.tcp_bytes_out))
 		return;                 /* nothing to say about a process without TCP */
 	smcr_stats_format(summary, sizeof(summary));
 	smcr_log(SMCR_LOG_INFO, "%s: %s (every byte still went over TCP)",

@@ -1,18 +1,102 @@
 /*
- * stats.c - this process's counters.
+ * stats.c - this process's counters: where they live (private struct or
+ * shared region, see stats.h), moving between the two, and the exit line.
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
+#include "real.h"
+#include "shm_broker_client.h"
 #include "stats.h"
 
-struct smcr_stats smcr_stats;
+/*
+ * Before the first registration: the live counters.  After it: what earlier
+ * regions held when they were replaced (smcrd has seen those already), plus
+ * any update that raced a switch; the exit line adds it to the live region.
+ */
+static struct smcr_stats local;
+
+_Atomic(struct smcr_stats *) smcr_stats_live = &local;
+
+struct smcr_stats *smcr_stats_region_new(int *fd)
+{
+	const size_t size = smcr_stats_region_size();
+
+	*fd = smcr_shm_memfd(size);
+	if (*fd < 0)
+		return NULL;
+	struct smcr_stats *region = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	if (region == MAP_FAILED) {
+		REAL(close)(*fd);
+		*fd = -1;
+		return NULL;
+	}
+	region->layout = SMCR_STATS_LAYOUT;
+	region->size = sizeof(*region);
+	return region;
+}
+
+/* Moves (emptying from) or copies the counts of from into to. */
+static void carry(struct smcr_stats *to, struct smcr_stats *from, bool move)
+{
+#define CARRY(name)                                                                 \
+	atomic_fetch_add_explicit(&to->name,                                        \
+				  move ? atomic_exchange(&from->name, 0) : atomic_load(&from->name), \
+				  memory_order_relaxed);
+	SMCR_STATS_COUNTERS(CARRY)
+#undef CARRY
+	for (unsigned int r = 0; r < SMCR_REASON_COUNT; r++)
+		atomic_fetch_add_explicit(&to->fallbacks[r],
+					  move ? atomic_exchange(&from->fallbacks[r], 0)
+					       : atomic_load(&from->fallbacks[r]),
+					  memory_order_relaxed);
+}
+
+void smcr_stats_region_use(struct smcr_stats *region)
+{
+	struct smcr_stats *old = atomic_exchange_explicit(&smcr_stats_live, region,
+							  memory_order_acq_rel);
+
+	if (old == &local) {
+		carry(region, &local, true);    /* counted before registering: smcrd's too */
+		return;
+	}
+	/*
+	 * Registering again (smcrd restarted, or we were cut off): smcrd has seen
+	 * the old region already, the exit line still needs it.  It stays mapped:
+	 * another thread may be adding to it right now.
+	 */
+	carry(&local, old, false);
+}
+
+void smcr_stats_region_discard(struct smcr_stats *region)
+{
+	munmap(region, smcr_stats_region_size());
+}
 
 void smcr_stats_reset(void)
 {
-	/* Only the forked child's single thread is running: a plain clear is enough. */
-	memset(&smcr_stats, 0, sizeof(smcr_stats));
+	/* Only the forked child's single thread is running: plain stores, and unmapping
+	   the parent's region (which the child must not write to) is safe. */
+	struct smcr_stats *old = atomic_load(&smcr_stats_live);
+
+	atomic_store(&smcr_stats_live, &local);
+	if (old != &local)
+		munmap(old, smcr_stats_region_size());
+	memset(&local, 0, sizeof(local));
+}
+
+void smcr_stats_snapshot(struct smcr_stats_counts *out)
+{
+	const struct smcr_stats *live = atomic_load(&smcr_stats_live);
+
+	memset(out, 0, sizeof(*out));
+	smcr_stats_accumulate(out, &local);
+	if (live != &local)
+		smcr_stats_accumulate(out, live);
 }
 
 /* Appends to buf at *used, keeping it NUL-terminated and never overflowing. */
@@ -33,28 +117,26 @@ static void append(char *buf, size_t size, size_t *used, const char *fmt, ...)
 
 size_t smcr_stats_format(char *buf, size_t size)
 {
+	struct smcr_stats_counts s;
 	size_t used = 0;
 	const char *sep = "; fallback:";
 
 	if (!size)
 		return 0;
+	smcr_stats_snapshot(&s);
 	buf[0] = '\0';
 	append(buf, size, &used,
 	       "tcp: %llu listener, %llu client, %llu server connections; "
 	       "%llu bytes in, %llu out; smc: %llu client, %llu server negotiated",
-	       (unsigned long long)atomic_load(&smcr_stats.tcp_listeners),
-	       (unsigned long long)atomic_load(&smcr_stats.tcp_clients),
-	       (unsigned long long)atomic_load(&smcr_stats.tcp_servers),
-	       (unsigned long long)atomic_load(&smcr_stats.tcp_bytes_in),
-	       (unsigned long long)atomic_load(&smcr_stats.tcp_bytes_out),
-	       (unsigned long long)atomic_load(&smcr_stats.smc_clients),
-	       (unsigned long long)atomic_load(&smcr_stats.smc_servers));
+	       (unsigned long long)s.tcp_listeners, (unsigned long long)s.tcp_clients,
+	       (unsigned long long)s.tcp_servers, (unsigned long long)s.tcp_bytes_in,
+	       (unsigned long long)s.tcp_bytes_out, (unsigned long long)s.smc_clients,
+	       (unsigned long long)s.smc_servers);
 	for (unsigned int r = 1; r < SMCR_REASON_COUNT; r++) {
-		uint64_t n = atomic_load(&smcr_stats.fallbacks[r]);
-		if (!n)
+		if (!s.fallbacks[r])
 			continue;
 		append(buf, size, &used, "%s %s %llu", sep, smcr_reason_name((enum smcr_reason)r),
-		       (unsigned long long)n);
+		       (unsigned long long)s.fallbacks[r]);
 		sep = ",";
 	}
 	return used;

@@ -34,6 +34,7 @@ int smcrd_control_open(struct smcrd_control *ctl)
 
 	*ctl = (struct smcrd_control){ .listen_fd = -1, .spare_fd = -1 };
 	smcrd_shm_broker_init(&ctl->shm);
+	smcrd_stats_init(&ctl->stats);
 	if (snprintf(ctl->path, sizeof(ctl->path), "%s/%s", smcr_rundir(),
 		     SMCR_CONTROL_SOCKET) >= (int)sizeof(sa.sun_path)) {
 		errno = ENAMETOOLONG;
@@ -68,9 +69,11 @@ static void drop_client(struct smcrd_control *ctl, size_t i)
 {
 	struct smcrd_client *c = &ctl->clients[i];
 
-	if (c->registered)
+	if (c->registered) {
 		smcrd_log(LOG_INFO, "process %d (%s) left; %llu bytes of buffer memory returned",
 			  (int)c->pid, c->comm, (unsigned long long)c->granted);
+		smcrd_stats_exited(&ctl->stats, c->stats);
+	}
 	smcrd_shm_drop_owner(&ctl->shm, c->id);
 	give_back(ctl, c, c->granted);
 	close(c->fd);
@@ -199,6 +202,8 @@ static bool grant(struct smcrd_control *ctl, struct smcrd_client *c, uint64_t by
 	}
 	ctl->used += bytes;
 	c->granted += bytes;
+	if (ctl->used > ctl->peak_used)
+		ctl->peak_used = ctl->used;
 	return true;
 }
 
@@ -254,6 +259,70 @@ static void describe_procs(const struct smcrd_control *ctl, struct smcr_control_
 	st->attached = (uint32_t)(ctl->shm.n - ctl->shm.pending);
 }
 
+/* The live processes' counters summed into *live, and their open connections. */
+static uint64_t sum_live(const struct smcrd_control *ctl, struct smcr_stats_counts *live)
+{
+	uint64_t connections = 0;
+
+	if (live)
+		memset(live, 0, sizeof(*live));
+	for (size_t i = 0; i < ctl->nclients; i++) {
+		const struct smcr_stats *s = ctl->clients[i].stats;
+		if (!s)
+			continue;
+		if (live)
+			smcr_stats_accumulate(live, s);
+		connections += smcrd_stats_connections(s);
+	}
+	return connections;
+}
+
+static void describe_stats(const struct smcrd_control *ctl, struct smcr_control_stats *st)
+{
+	struct smcr_stats_counts live;
+	uint64_t connections = sum_live(ctl, &live);
+
+	smcrd_stats_report(&ctl->stats, &live, connections, st);
+	st->peak_memory = ctl->peak_used;
+	for (size_t i = 0; i < ctl->nclients; i++)
+		st->processes += ctl->clients[i].registered;
+}
+
+/* REGISTER with in[0..nin-1]: the process's statistics region, if it sent one. */
+static void register_client(struct smcrd_client *c, struct smcrd *d, struct smcr_control_msg *m,
+			    const int *in, size_t nin, int fds[2], size_t *nfds)
+{
+	c->registered = true;
+	if (nin && !c->stats) {         /* registered twice on one connection: keep the first */
+		c->stats = smcrd_stats_map(in[0], m->text, sizeof(m->text));
+		if (!c->stats) {
+			m->result = -EINVAL;
+			smcrd_log(LOG_WARNING, "process %d (%s): %s", (int)c->pid, c->comm,
+				  m->text);
+			return;
+		}
+	}
+	if (smcrd_negotiation_maps(d, fds) == 0)
+		*nfds = 2;
+	else
+		m->result = -ENOENT;
+}
+
+static void reset_stats(struct smcrd_control *ctl, const struct smcrd_client *c,
+			struct smcr_control_msg *m)
+{
+	struct smcr_stats_counts live;
+
+	if (c->uid != 0) {
+		m->result = -EPERM;
+		snprintf(m->text, sizeof(m->text), "only root may reset the statistics");
+		return;
+	}
+	smcrd_stats_reset(&ctl->stats, &live, sum_live(ctl, &live));
+	ctl->peak_used = ctl->used;
+	smcrd_log(LOG_INFO, "statistics reset by process %d (%s)", (int)c->pid, c->comm);
+}
+
 #define MAX_REQUEST_FDS 2
 
 /* The kernel could not give us all of a request's descriptors: we are out of them. */
@@ -273,10 +342,12 @@ static bool all_arrived(struct smcr_control_msg *m, bool short_of_fds)
  */
 static bool fds_fit(uint16_t type, size_t nin, bool cut, bool *short_of_fds)
 {
-	size_t want = type == SMCR_CONTROL_OFFER ? 2 : type == SMCR_CONTROL_ATTACH ? 1 : 0;
+	size_t want = type == SMCR_CONTROL_OFFER ? 2 :
+		      type == SMCR_CONTROL_ATTACH || type == SMCR_CONTROL_REGISTER ? 1 : 0;
+	size_t least = type == SMCR_CONTROL_REGISTER ? 0 : want;   /* its region is optional */
 
 	*short_of_fds = cut && nin < want;
-	return *short_of_fds || (!cut && nin == want);
+	return *short_of_fds || (!cut && nin >= least && nin <= want);
 }
 
 /*
@@ -323,9 +394,10 @@ static ssize_t recv_request(const struct smcrd_client *c, struct smcr_control_ms
  * False if the client must be dropped.
  */
 static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smcrd *d,
-		   struct smcr_control_msg *m, const int *in, bool short_of_fds)
+		   struct smcr_control_msg *m, const int *in, size_t nin, bool short_of_fds)
 {
 	static struct smcr_control_status st;   /* 16 KiB: not on the stack */
+	struct smcr_control_stats stats;
 	const uint64_t limit = smcrd_memory_limit(d);
 	int fds[2];
 	size_t nfds = 0;
@@ -335,11 +407,8 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 	m->text[0] = '\0';
 	switch (m->type) {
 	case SMCR_CONTROL_REGISTER:
-		c->registered = true;
-		if (smcrd_negotiation_maps(d, fds) == 0)
-			nfds = 2;
-		else
-			m->result = -ENOENT;
+		/* Short of descriptors, the region was lost: the process counts alone. */
+		register_client(c, d, m, in, nin, fds, &nfds);
 		break;
 	case SMCR_CONTROL_GRANT:
 		c->registered = true;
@@ -370,6 +439,16 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 		st.head.bytes = ctl->used;
 		st.head.limit = limit;
 		return reply(c, &st, sizeof(st), NULL, 0);
+	case SMCR_CONTROL_STATS:
+		memset(&stats, 0, sizeof(stats));
+		describe_stats(ctl, &stats);
+		stats.head = *m;
+		stats.head.bytes = ctl->used;
+		stats.head.limit = limit;
+		return reply(c, &stats, sizeof(stats), NULL, 0);
+	case SMCR_CONTROL_STATS_RESET:
+		reset_stats(ctl, c, m);
+		break;
 	case SMCR_CONTROL_RELOAD:
 		if (c->uid != 0) {
 			m->result = -EPERM;
@@ -409,7 +488,7 @@ static bool serve_request(struct smcrd_control *ctl, struct smcrd_client *c, str
 				  "%zu descriptors)", (int)c->pid, c->comm, n, nin);
 		ok = false;             /* n == 0: the process closed its end */
 	} else {
-		ok = answer(ctl, c, d, &m, in, short_of_fds);
+		ok = answer(ctl, c, d, &m, in, nin, short_of_fds);
 	}
 	for (size_t i = 0; i < nin; i++)
 		close(in[i]);
@@ -430,4 +509,6 @@ void smcrd_control_serve(struct smcrd_control *ctl, const struct pollfd *pfd, st
 	}
 	if (pfd[0].revents & POLLIN)
 		accept_clients(ctl);
+	/* At every request: grants come with connections, so peaks are seen near enough. */
+	smcrd_stats_sample(&ctl->stats, sum_live(ctl, NULL));
 }

@@ -1,7 +1,8 @@
 /*
  * control.h - smcrd's control socket: the registry of processes using smcr,
  * their buffer-memory grants against max_memory, the shared-memory buffers
- * they offer each other (shm_broker.h), status and reload requests
+ * they offer each other (shm_broker.h), their statistics (stats_agg.h),
+ * status, statistics and reload requests
  * (protocol: libsmcr/control_proto.h).
  */
 #ifndef SMCRD_CONTROL_H
@@ -15,6 +16,7 @@
 #include <sys/types.h>
 
 #include "shm_broker.h"
+#include "stats_agg.h"
 
 struct smcrd;
 
@@ -25,6 +27,7 @@ struct smcrd_client {
 	uid_t uid;
 	uint64_t granted;               /* bytes of buffer memory it holds, offers included */
 	bool registered;                /* a process using smcr, not a passing smcrctl */
+	const struct smcr_stats *stats; /* its counters, mapped read-only; NULL: none */
 	char comm[16];
 };
 
@@ -35,8 +38,10 @@ struct smcrd_control {
 	struct smcrd_client *clients;
 	size_t nclients, capacity;
 	uint64_t used;                  /* sum of all grants */
+	uint64_t peak_used;             /* most of it at once, since start or reset */
 	uint64_t next_id;
 	struct smcrd_shm_broker shm;
+	struct smcrd_stats_agg stats;
 };
 
 /* Binds RUNDIR/smcrd.sock (mode 0666: any local process may register). */

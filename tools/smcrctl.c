@@ -1,14 +1,16 @@
 /*
  * smcrctl - administer smcr: to smcr.conf what AIX's lsattr/chdev are to smcr0.
  *
- *   smcrctl [-c FILE] show | set KEY=VALUE... | enable | disable | status | help
+ *   smcrctl [-c FILE] show | set KEY=VALUE... | enable | disable | status |
+ *                     stats [-r] [--json] | help
  *
  * "set" checks every KEY=VALUE and then the whole resulting file before it
  * touches anything; only then is the file replaced (atomically, comments and
  * other lines kept) and the running smcrd told to reload it (over its control
- * socket, which answers whether it did).  "status" asks smcrd what it runs.
+ * socket, which answers whether it did).  "status" asks smcrd what it runs,
+ * "stats" what every process using smcr has counted (entstat's view).
  * Exit status: 0 done, 1 invalid value or configuration (file unchanged) or
- * not applied, 2 usage, 3 (status) smcrd not running.
+ * not applied (or reset refused), 2 usage, 3 (status, stats) smcrd not running.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -20,11 +22,13 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "control_proto.h"
 #include "pidfile.h"
+#include "reason.h"
 
 enum { EXIT_INVALID = 1, EXIT_USAGE = 2, EXIT_NO_DAEMON = 3 };
 
@@ -40,13 +44,16 @@ static const char usage[] =
 	"  enable, disable       set enabled=1 or enabled=0\n"
 	"  status                smcrd: running?, program attached, memory in use of\n"
 	"                        max_memory, shared-memory buffers, registered processes\n"
+	"  stats [-r] [--json]   the host's statistics from every process using smcr,\n"
+	"                        exited ones included; -r: then reset them to zero\n"
+	"                        (root); --json: as one JSON object\n"
 	"  help                  this text\n"
 	"\n"
 	"  -c FILE    configuration file (default: $SMCR_CONF, else " SMCR_CONF_DEFAULT ")\n"
 	"  -h, --help this text\n"
 	"\n"
 	"Exit status: 0 done, 1 invalid value or configuration (file unchanged) or not\n"
-	"applied, 2 usage, 3 (status) smcrd not running.\n";
+	"applied (or reset refused), 2 usage, 3 (status, stats) smcrd not running.\n";
 
 static int cmd_show(const char *path)
 {
@@ -166,6 +173,145 @@ static int cmd_status(void)
 	return 0;
 }
 
+#define TOP_REASONS 3                   /* fallback reasons in the text view */
+
+/* Fallback reasons with a count, most frequent first, into order; their number. */
+static unsigned int reasons_by_count(const struct smcr_stats_counts *c,
+				     enum smcr_reason order[SMCR_REASON_COUNT])
+{
+	unsigned int n = 0;
+
+	for (unsigned int r = 1; r < SMCR_REASON_COUNT; r++) {
+		if (!c->fallbacks[r])
+			continue;
+		unsigned int i = n++;
+		for (; i > 0 && c->fallbacks[order[i - 1]] < c->fallbacks[r]; i--)
+			order[i] = order[i - 1];
+		order[i] = (enum smcr_reason)r;
+	}
+	return n;
+}
+
+static uint64_t fallbacks_total(const struct smcr_stats_counts *c)
+{
+	uint64_t sum = 0;
+
+	for (unsigned int r = 1; r < SMCR_REASON_COUNT; r++)
+		sum += c->fallbacks[r];
+	return sum;
+}
+
+static void print_stats_text(const struct smcr_control_stats *st)
+{
+	const struct smcr_stats_counts *c = &st->counts;
+	enum smcr_reason order[SMCR_REASON_COUNT];
+	unsigned int n = reasons_by_count(c, order);
+	time_t since = (time_t)st->since;
+	char when[64];
+	const double mib = 1024.0 * 1024.0;
+
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %z", localtime(&since));
+	printf("SMC-R STATISTICS (smcr)\n");
+	printf("-----------------------\n");
+	printf("Elapsed Time: %lld s, since %s\n", (long long)(time(NULL) - since), when);
+	printf("\nConnections:\n");
+	printf("  TCP client connections seen:  %llu\n", (unsigned long long)c->tcp_clients);
+	printf("  TCP server connections seen:  %llu\n", (unsigned long long)c->tcp_servers);
+	printf("  TCP listeners:                %llu\n", (unsigned long long)c->tcp_listeners);
+	printf("  SMC negotiated, client:       %llu\n", (unsigned long long)c->smc_clients);
+	printf("  SMC negotiated, server:       %llu\n", (unsigned long long)c->smc_servers);
+	printf("  Fallbacks to TCP:             %llu\n", (unsigned long long)fallbacks_total(c));
+	for (unsigned int i = 0; i < n && i < TOP_REASONS; i++)
+		printf("    %s (0x%08x): %llu\n", smcr_reason_name(order[i]),
+		       smcr_reason_code(order[i]), (unsigned long long)c->fallbacks[order[i]]);
+	printf("  Open now (estimate):          %llu\n", (unsigned long long)st->connections);
+	printf("  Open at most (sampled):       %llu\n",
+	       (unsigned long long)st->peak_connections);
+	printf("\nData (bytes of TCP connections through libsmcr, SMC or not):\n");
+	printf("  Bytes in:                     %llu\n", (unsigned long long)c->tcp_bytes_in);
+	printf("  Bytes out:                    %llu\n", (unsigned long long)c->tcp_bytes_out);
+	printf("\nMemory (SMC buffers):\n");
+	printf("  In use:                       %.1f MiB\n", st->head.bytes / mib);
+	printf("  Peak:                         %.1f MiB\n", st->peak_memory / mib);
+	printf("  max_memory:                   %.0f MiB\n", st->head.limit / mib);
+	printf("\nProcesses:\n");
+	printf("  Registered now:               %llu\n", (unsigned long long)st->processes);
+	printf("  Exited:                       %llu\n", (unsigned long long)st->exited);
+}
+
+static void print_stats_json(const struct smcr_control_stats *st)
+{
+	const struct smcr_stats_counts *c = &st->counts;
+	enum smcr_reason order[SMCR_REASON_COUNT];
+	unsigned int n = reasons_by_count(c, order);
+
+	printf("{\"since\": %lld, \"connections\": {\"tcp_clients\": %llu, "
+	       "\"tcp_servers\": %llu, \"tcp_listeners\": %llu, \"smc_clients\": %llu, "
+	       "\"smc_servers\": %llu, \"fallbacks\": %llu, \"fallback_reasons\": [",
+	       (long long)st->since, (unsigned long long)c->tcp_clients,
+	       (unsigned long long)c->tcp_servers, (unsigned long long)c->tcp_listeners,
+	       (unsigned long long)c->smc_clients, (unsigned long long)c->smc_servers,
+	       (unsigned long long)fallbacks_total(c));
+	for (unsigned int i = 0; i < n; i++)    /* names are [A-Z_]: nothing to escape */
+		printf("%s{\"name\": \"%s\", \"code\": \"0x%08x\", \"count\": %llu}",
+		       i ? ", " : "", smcr_reason_name(order[i]), smcr_reason_code(order[i]),
+		       (unsigned long long)c->fallbacks[order[i]]);
+	printf("], \"open\": %llu, \"open_peak\": %llu}, "
+	       "\"data\": {\"tcp_bytes_in\": %llu, \"tcp_bytes_out\": %llu}, "
+	       "\"memory\": {\"in_use\": %llu, \"peak\": %llu, \"max_memory\": %llu}, "
+	       "\"processes\": {\"registered\": %llu, \"exited\": %llu}}\n",
+	       (unsigned long long)st->connections, (unsigned long long)st->peak_connections,
+	       (unsigned long long)c->tcp_bytes_in, (unsigned long long)c->tcp_bytes_out,
+	       (unsigned long long)st->head.bytes, (unsigned long long)st->peak_memory,
+	       (unsigned long long)st->head.limit, (unsigned long long)st->processes,
+	       (unsigned long long)st->exited);
+}
+
+/* stats [-r] [--json]: print, then (-r) reset as entstat -r does. */
+static int cmd_stats(char **args, int nargs)
+{
+	struct smcr_control_stats st;
+	struct smcr_control_msg m;
+	bool reset = false, json = false;
+
+	for (int i = 0; i < nargs; i++) {
+		if (strcmp(args[i], "-r") == 0) {
+			reset = true;
+		} else if (strcmp(args[i], "--json") == 0) {
+			json = true;
+		} else {
+			fputs(usage, stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (reset && geteuid() != 0) {
+		fprintf(stderr, "smcrctl: only root may reset the statistics (-r)\n");
+		return EXIT_INVALID;
+	}
+	if (ask_daemon(SMCR_CONTROL_STATS, &st, sizeof(st))) {
+		fprintf(stderr, "smcrctl: smcrd not running (no answer on %s/%s)\n", smcr_rundir(),
+			SMCR_CONTROL_SOCKET);
+		return EXIT_NO_DAEMON;
+	}
+	if (json)
+		print_stats_json(&st);
+	else
+		print_stats_text(&st);
+	if (!reset)
+		return 0;
+	fflush(stdout);
+	if (ask_daemon(SMCR_CONTROL_STATS_RESET, &m, sizeof(m))) {
+		fprintf(stderr, "smcrctl: smcrd did not answer the reset\n");
+		return EXIT_FAILURE;
+	}
+	if (m.result) {
+		fprintf(stderr, "smcrctl: reset refused: %s\n",
+			m.text[0] ? m.text : strerror(-m.result));
+		return EXIT_INVALID;
+	}
+	return 0;
+}
+
 /* "key=value" -> its key, NUL-terminated in key; NULL if there is no '='. */
 static const char *split_assignment(const char *arg, char *key, size_t size)
 {
@@ -265,6 +411,8 @@ int main(int argc, char **argv)
 		return cmd_set(path, args, nargs);
 	if (strcmp(cmd, "status") == 0 && nargs == 0)
 		return cmd_status();
+	if (strcmp(cmd, "stats") == 0)
+		return cmd_stats(args, nargs);
 	if (strcmp(cmd, "enable") == 0 && nargs == 0)
 		return cmd_set(path, (char *[]){ enable }, 1);
 	if (strcmp(cmd, "disable") == 0 && nargs == 0)

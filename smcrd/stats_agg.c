@@ -1,0 +1,121 @@
+/*
+ * stats_agg.c - the host's statistics (see stats_agg.h).
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "control_proto.h"
+#include "stats_agg.h"
+
+void smcrd_stats_init(struct smcrd_stats_agg *a)
+{
+	*a = (struct smcrd_stats_agg){ .since = time(NULL) };
+}
+
+const struct smcr_stats *smcrd_stats_map(int memfd, char *why, size_t size)
+{
+	const size_t bytes = smcr_stats_region_size();
+	struct stat st;
+	/*
+	 * F_GET_SEALS first: it works on memfds only and asks no file system.
+	 * Without F_SEAL_SHRINK the process could truncate the file under our
+	 * mapping, and our next read would be a SIGBUS.
+	 */
+	int seals = fcntl(memfd, F_GET_SEALS);
+
+	if (seals < 0 || fstat(memfd, &st) || !S_ISREG(st.st_mode) || !(seals & F_SEAL_SHRINK)) {
+		snprintf(why, size, "the statistics are not a memfd sealed against shrinking");
+		return NULL;
+	}
+	if ((uint64_t)st.st_size != bytes) {
+		snprintf(why, size, "the statistics memfd holds %lld bytes, not %zu",
+			 (long long)st.st_size, bytes);
+		return NULL;
+	}
+	const struct smcr_stats *s = mmap(NULL, bytes, PROT_READ, MAP_SHARED, memfd, 0);
+	if (s == MAP_FAILED) {
+		snprintf(why, size, "cannot map the statistics memfd");
+		return NULL;
+	}
+	/* Checked once: the process may rewrite it later, and nothing here relies on it. */
+	if (s->layout != SMCR_STATS_LAYOUT || s->size != sizeof(*s)) {
+		snprintf(why, size, "statistics layout %u of %u bytes, not %u of %zu (another "
+			 "libsmcr version?)", s->layout, s->size, SMCR_STATS_LAYOUT, sizeof(*s));
+		munmap((void *)s, bytes);
+		return NULL;
+	}
+	return s;
+}
+
+void smcrd_stats_exited(struct smcrd_stats_agg *a, const struct smcr_stats *region)
+{
+	a->nexited++;
+	if (!region)
+		return;
+	smcr_stats_accumulate(&a->exited, region);
+	munmap((void *)region, smcr_stats_region_size());
+}
+
+uint64_t smcrd_stats_connections(const struct smcr_stats *region)
+{
+	uint64_t opened = atomic_load_explicit(&region->tcp_clients, memory_order_relaxed) +
+			  atomic_load_explicit(&region->tcp_servers, memory_order_relaxed);
+	uint64_t closed = atomic_load_explicit(&region->tcp_closed, memory_order_relaxed);
+
+	/* Closing a dup, or a connection inherited from a parent, counts a close too. */
+	return opened > closed ? opened - closed : 0;
+}
+
+void smcrd_stats_sample(struct smcrd_stats_agg *a, uint64_t connections)
+{
+	if (connections > a->peak_connections)
+		a->peak_connections = connections;
+}
+
+/* a - b, or 0: values from other processes need not be consistent. */
+static uint64_t since_reset(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+/* *sum = live + exited, all counters. */
+static void aggregate(const struct smcrd_stats_agg *a, const struct smcr_stats_counts *live,
+		      struct smcr_stats_counts *sum)
+{
+#define ADD(name) sum->name = live->name + a->exited.name;
+	SMCR_STATS_COUNTERS(ADD)
+#undef ADD
+	for (unsigned int r = 0; r < SMCR_REASON_COUNT; r++)
+		sum->fallbacks[r] = live->fallbacks[r] + a->exited.fallbacks[r];
+}
+
+void smcrd_stats_report(const struct smcrd_stats_agg *a, const struct smcr_stats_counts *live,
+			uint64_t connections, struct smcr_control_stats *out)
+{
+	struct smcr_stats_counts *c = &out->counts;
+
+	aggregate(a, live, c);
+#define SUB(name) c->name = since_reset(c->name, a->baseline.name);
+	SMCR_STATS_COUNTERS(SUB)
+#undef SUB
+	for (unsigned int r = 0; r < SMCR_REASON_COUNT; r++)
+		c->fallbacks[r] = since_reset(c->fallbacks[r], a->baseline.fallbacks[r]);
+	out->since = (int64_t)a->since;
+	out->connections = connections;
+	out->peak_connections = a->peak_connections > connections ? a->peak_connections
+								   : connections;
+	out->exited = since_reset(a->nexited, a->baseline_nexited);
+}
+
+void smcrd_stats_reset(struct smcrd_stats_agg *a, const struct smcr_stats_counts *live,
+		       uint64_t connections)
+{
+	aggregate(a, live, &a->baseline);
+	a->baseline_nexited = a->nexited;
+	a->peak_connections = connections;
+	a->since = time(NULL);
+}

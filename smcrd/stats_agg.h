@@ -1,0 +1,60 @@
+/*
+ * stats_agg.h - the host's statistics, summed by smcrd from every registered
+ * process's counters (libsmcr/stats.h): the regions of live processes,
+ * mapped read-only, plus the final counts of those that have exited, less a
+ * baseline taken at the last reset (entstat -r: later readers see zero).
+ *
+ * A region is another process's memory: it may change under us or hold any
+ * value.  It is checked once (a sealed memfd of exactly the expected size,
+ * so reading it cannot fault) and its values are only ever added up, never
+ * used as sizes or indexes.
+ */
+#ifndef SMCRD_STATS_AGG_H
+#define SMCRD_STATS_AGG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "stats.h"
+
+struct smcr_control_stats;
+
+struct smcrd_stats_agg {
+	struct smcr_stats_counts exited;        /* final counts of processes gone */
+	uint64_t nexited;                       /* registered processes gone */
+	struct smcr_stats_counts baseline;      /* the aggregate at the last reset */
+	uint64_t baseline_nexited;
+	uint64_t peak_connections;
+	time_t since;                           /* start or last reset */
+};
+
+void smcrd_stats_init(struct smcrd_stats_agg *a);
+
+/*
+ * Maps a registering process's statistics memfd read-only; NULL (and why in
+ * why) if it is not a sealed memfd holding our layout.
+ */
+const struct smcr_stats *smcrd_stats_map(int memfd, char *why, size_t size);
+
+/* A registered process is gone: its counts (region may be NULL) join the exited. */
+void smcrd_stats_exited(struct smcrd_stats_agg *a, const struct smcr_stats *region);
+
+/* The TCP connections region's process has open now (never below zero). */
+uint64_t smcrd_stats_connections(const struct smcr_stats *region);
+
+/* Connections open on the host now: keeps the peak. */
+void smcrd_stats_sample(struct smcrd_stats_agg *a, uint64_t connections);
+
+/*
+ * Fills out's counters from live (the live regions' sum) and connections
+ * (open now), less the baseline.
+ */
+void smcrd_stats_report(const struct smcrd_stats_agg *a, const struct smcr_stats_counts *live,
+			uint64_t connections, struct smcr_control_stats *out);
+
+/* Later reports count from here: the baseline becomes the aggregate now. */
+void smcrd_stats_reset(struct smcrd_stats_agg *a, const struct smcr_stats_counts *live,
+		       uint64_t connections);
+
+#endif
