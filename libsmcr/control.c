@@ -67,29 +67,19 @@ static void disconnect_locked(void)
 	close_ours(&owned_fd);
 }
 
-#define MAX_FDS 2                       /* carried by a request or a reply */
+static int close_fd(int fd)
+{
+	return REAL(close)(fd);
+}
 
-union fd_control {
-	char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
-	struct cmsghdr align;
-};
-
-/* Sends m with out[0..nout-1] attached (nout <= MAX_FDS); flags: MSG_*. */
+/* Sends m with out[0..nout-1] attached (nout <= SMCR_CONTROL_MAX_FDS); flags: MSG_*. */
 static bool send_locked(const struct smcr_control_msg *m, const int *out, size_t nout, int flags)
 {
-	union fd_control control = { 0 };
+	union smcr_control_cmsg room;
 	struct iovec iov = { (void *)m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	if (nout) {
-		mh.msg_control = control.buf;
-		mh.msg_controllen = CMSG_SPACE(nout * sizeof(int));
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(nout * sizeof(int));
-		memcpy(CMSG_DATA(cm), out, nout * sizeof(int));
-	}
+	smcr_control_attach_fds(&mh, &room, out, nout);
 	return REAL(sendmsg)(ctl_fd, &mh, MSG_NOSIGNAL | flags) == sizeof(*m);
 }
 
@@ -101,12 +91,11 @@ static bool send_locked(const struct smcr_control_msg *m, const int *out, size_t
 static int exchange_locked(struct smcr_control_msg *m, const int *out, size_t nout, int *in,
 			   size_t nin)
 {
-	union fd_control control;
+	union smcr_control_cmsg room;
 	struct iovec iov = { m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = control.buf, .msg_controllen = sizeof(control.buf) };
+			     .msg_control = room.buf, .msg_controllen = sizeof(room.buf) };
 	struct pollfd p = { .fd = ctl_fd, .events = POLLIN };
-	size_t got = 0;
 
 	for (size_t i = 0; i < nin; i++)
 		in[i] = -1;
@@ -114,18 +103,7 @@ static int exchange_locked(struct smcr_control_msg *m, const int *out, size_t no
 	if (!send_locked(m, out, nout, 0) || REAL(poll)(&p, 1, REPLY_TIMEOUT_MS) != 1 ||
 	    REAL(recvmsg)(ctl_fd, &mh, MSG_CMSG_CLOEXEC) != sizeof(*m))
 		return -1;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int fd;
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (got < nin)
-				in[got++] = fd;
-			else
-				REAL(close)(fd);        /* more than asked for: not ours to keep */
-		}
-	}
+	smcr_control_take_fds(&mh, in, nin, close_fd);    /* extra ones are not ours to keep */
 	return 0;
 }
 

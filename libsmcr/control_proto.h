@@ -21,6 +21,8 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 
 #include "stats.h"
 
@@ -107,5 +109,54 @@ struct smcr_control_stats {
 	uint64_t exited;                /* registered processes gone */
 	struct smcr_stats_counts counts;
 };
+
+/* The most descriptors a request or a reply carries (OFFER; REGISTER's reply). */
+#define SMCR_CONTROL_MAX_FDS 2
+
+/* Room for the SCM_RIGHTS of a message, aligned as cmsg wants. */
+union smcr_control_cmsg {
+	char buf[CMSG_SPACE(SMCR_CONTROL_MAX_FDS * sizeof(int))];
+	struct cmsghdr align;
+};
+
+/* Attaches fds[0..n-1] (n <= SMCR_CONTROL_MAX_FDS) to mh, in room. */
+static inline void smcr_control_attach_fds(struct msghdr *mh, union smcr_control_cmsg *room,
+					   const int *fds, size_t n)
+{
+	if (!n)
+		return;
+	memset(room, 0, sizeof(*room));
+	mh->msg_control = room->buf;
+	mh->msg_controllen = CMSG_SPACE(n * sizeof(int));
+	struct cmsghdr *cm = CMSG_FIRSTHDR(mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(n * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
+}
+
+/*
+ * The descriptors a received mh carried, into fds[0..max-1]; those beyond
+ * max are closed with close_fd (the caller's own close).  Returns how many.
+ */
+static inline size_t smcr_control_take_fds(struct msghdr *mh, int *fds, size_t max,
+					   int (*close_fd)(int))
+{
+	size_t got = 0;
+
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (got < max)
+				fds[got++] = fd;
+			else
+				close_fd(fd);
+		}
+	}
+	return got;
+}
 
 #endif

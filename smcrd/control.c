@@ -174,19 +174,11 @@ static void accept_clients(struct smcrd_control *ctl)
 static bool reply(const struct smcrd_client *c, const void *msg, size_t len, const int *fds,
 		  size_t nfds)
 {
-	char control[CMSG_SPACE(2 * sizeof(int))] = { 0 };
+	union smcr_control_cmsg room;
 	struct iovec iov = { (void *)msg, len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	if (nfds) {
-		mh.msg_control = control;
-		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
-	}
+	smcr_control_attach_fds(&mh, &room, fds, nfds);
 	return sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len;
 }
 
@@ -323,8 +315,6 @@ static void reset_stats(struct smcrd_control *ctl, const struct smcrd_client *c,
 	smcrd_log(LOG_INFO, "statistics reset by process %d (%s)", (int)c->pid, c->comm);
 }
 
-#define MAX_REQUEST_FDS 2
-
 /* The kernel could not give us all of a request's descriptors: we are out of them. */
 static bool all_arrived(struct smcr_control_msg *m, bool short_of_fds)
 {
@@ -358,31 +348,17 @@ static bool fds_fit(uint16_t type, size_t nin, bool cut, bool *short_of_fds)
 static ssize_t recv_request(const struct smcrd_client *c, struct smcr_control_msg *m, int *in,
 			    size_t *nin, bool *cut)
 {
-	union {
-		char buf[CMSG_SPACE(MAX_REQUEST_FDS * sizeof(int))];
-		struct cmsghdr align;
-	} control;
+	union smcr_control_cmsg room;
 	struct iovec iov = { m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = control.buf, .msg_controllen = sizeof(control.buf) };
+			     .msg_control = room.buf, .msg_controllen = sizeof(room.buf) };
 	ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 
 	*nin = 0;
 	*cut = false;
 	if (n < 0)
 		return n;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int fd;
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
-			if (*nin < MAX_REQUEST_FDS)
-				in[(*nin)++] = fd;
-			else
-				close(fd);
-		}
-	}
+	*nin = smcr_control_take_fds(&mh, in, SMCR_CONTROL_MAX_FDS, close);
 	*cut = mh.msg_flags & MSG_CTRUNC;
 	/* Longer than a request: malformed, not a request cut to size. */
 	return mh.msg_flags & MSG_TRUNC ? n + 1 : n;
@@ -474,7 +450,7 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 static bool serve_request(struct smcrd_control *ctl, struct smcrd_client *c, struct smcrd *d)
 {
 	struct smcr_control_msg m;
-	int in[MAX_REQUEST_FDS];
+	int in[SMCR_CONTROL_MAX_FDS];
 	size_t nin;
 	bool cut, short_of_fds, ok;
 	ssize_t n = recv_request(c, &m, in, &nin, &cut);
