@@ -165,11 +165,6 @@ bool smcr_control_maps(struct smcr_control_maps *maps)
 	int saved_errno = errno;
 
 	pthread_mutex_lock(&lock);
-	if (ctl_fd >= 0 && daemon_gone_locked()) {
-		smcr_log(SMCR_LOG_DEBUG, "smcrd went away; new connections stay on TCP");
-		disconnect_locked();
-		next_attempt = 0;
-	}
 	if (ctl_fd < 0)
 		register_locked();
 	maps->result = result_fd;
@@ -177,6 +172,23 @@ bool smcr_control_maps(struct smcr_control_maps *maps)
 	pthread_mutex_unlock(&lock);
 	errno = saved_errno;
 	return maps->result >= 0;
+}
+
+bool smcr_control_alive(void)
+{
+	int saved_errno = errno;
+	bool alive;
+
+	pthread_mutex_lock(&lock);
+	if (ctl_fd >= 0 && daemon_gone_locked()) {
+		smcr_log(SMCR_LOG_DEBUG, "smcrd went away; new connections stay on TCP");
+		disconnect_locked();
+		next_attempt = 0;
+	}
+	alive = ctl_fd >= 0;
+	pthread_mutex_unlock(&lock);
+	errno = saved_errno;
+	return alive;
 }
 
 int smcr_control_request(struct smcr_control_msg *m, const int *out, size_t nout, int *in,

@@ -24,11 +24,15 @@ struct smcr_control_maps {
 	int owned;                      /* where we mark our sockets (writable) */
 };
 
-/*
- * The maps, registering first if needed; false while smcrd is not running
- * (or has gone away).
- */
+/* The maps, registering first if needed; false while smcrd is not running. */
 bool smcr_control_maps(struct smcr_control_maps *maps);
+
+/*
+ * Whether the smcrd we registered with still runs (one poll()); if it has
+ * gone, we let go of it and register again later.  Asked only when a
+ * handshake left no trace, so that a working connection pays nothing.
+ */
+bool smcr_control_alive(void);
 
 /* Reserves bytes of buffer memory: 0, -ENOMEM (max_memory reached) or -ENOTCONN. */
 int smcr_control_grant(uint64_t bytes);

@@ -58,7 +58,9 @@ void smcr_handshake_record(int fd, bool active)
 
 	if (smcr_control_maps(&maps)) {
 		bool has_entry = map_call(BPF_MAP_LOOKUP_ELEM, maps.result, fd, &flags);
-		reason = smcr_handshake_reason(has_entry, flags);
+		/* No trace: outside the policy, or the program went with its smcrd. */
+		if (has_entry || smcr_control_alive())
+			reason = smcr_handshake_reason(has_entry, flags);
 	}
 
 	errno = saved_errno;
