@@ -88,6 +88,16 @@
  */
 #define SPIN_NS		20000
 
+/*
+ * A spin that ends empty-handed SPIN_GIVE_UP times in a row means the peer
+ * does not answer within it - idle, or sharing our CPU, where every spin
+ * only delays it (readiness.md: 46 us against 4.6 us for going straight to
+ * sleep).  Then the next SPIN_PAUSE waits sleep at once before spinning is
+ * tried again.
+ */
+#define SPIN_GIVE_UP	4
+#define SPIN_PAUSE	64
+
 struct shm_mbox {
 	_Atomic uint32_t seq;
 	_Atomic uint64_t msg[MBOX_WORDS];	/* the encoded CDC, zero-padded */
@@ -113,6 +123,8 @@ struct shm {
 	uint32_t fetched;		/* mailbox seq of the last CDC fetched */
 	_Atomic uint32_t wakes;		/* wake() calls, part of events() */
 	uint64_t spin_ns;		/* 0 on one CPU: spinning would only delay the peer */
+	_Atomic uint32_t spin_misses;	/* spins in a row that ended empty-handed */
+	_Atomic uint32_t spin_pause;	/* waits left that go straight to sleep */
 };
 
 uint64_t smc_shm_region_size(unsigned int size_class)
@@ -276,18 +288,38 @@ static uint32_t shm_events(struct smc_conn *conn)
 	       atomic_load_explicit(&shm->wakes, memory_order_acquire);
 }
 
+/* Spins (while spinning pays, see SPIN_GIVE_UP) until events move past since. */
+static bool spin(struct smc_conn *conn, struct shm *shm, uint32_t since)
+{
+	uint32_t pause = atomic_load_explicit(&shm->spin_pause, memory_order_relaxed);
+
+	if (!shm->spin_ns)
+		return false;
+	if (pause) {
+		atomic_store_explicit(&shm->spin_pause, pause - 1, memory_order_relaxed);
+		return false;
+	}
+	for (uint64_t end = smc_clock_ns() + shm->spin_ns; shm_events(conn) == since;) {
+		if (smc_clock_ns() >= end) {
+			if (atomic_fetch_add_explicit(&shm->spin_misses, 1, memory_order_relaxed) + 1 >=
+			    SPIN_GIVE_UP) {
+				atomic_store_explicit(&shm->spin_misses, 0, memory_order_relaxed);
+				atomic_store_explicit(&shm->spin_pause, SPIN_PAUSE, memory_order_relaxed);
+			}
+			return false;
+		}
+		cpu_relax();
+	}
+	atomic_store_explicit(&shm->spin_misses, 0, memory_order_relaxed);
+	return true;
+}
+
 static int shm_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 {
 	struct shm *shm = conn->priv;
-	uint64_t spin_end = smc_clock_ns() + shm->spin_ns;
 	struct timespec ts = { .tv_sec = timeout_ms / 1000, .tv_nsec = timeout_ms % 1000 * 1000000L };
 
-	while (shm_events(conn) == since) {
-		if (smc_clock_ns() >= spin_end)
-			break;
-		cpu_relax();
-	}
-	if (shm_events(conn) != since)
+	if (spin(conn, shm, since) || shm_events(conn) != since)
 		return 0;
 	if (timeout_ms == 0)
 		return -ETIMEDOUT;
