@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
+
 static const char usage[] =
 	"usage: smcr_run [-l LEVEL] PROGRAM [ARG...]\n"
 	"Run PROGRAM with libsmcr.so preloaded, so that its TCP connections use SMC\n"
@@ -72,8 +74,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (level) {
-		if (strcmp(level, "error") && strcmp(level, "warn") && strcmp(level, "info") &&
-		    strcmp(level, "debug")) {
+		if (smcr_log_parse_level(level) < 0) {
 			fprintf(stderr, "smcr_run: -l %s: expected error, warn, info or debug\n",
 				level);
 			return 2;
