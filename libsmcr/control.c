@@ -44,8 +44,8 @@ static int move_high(int fd)
 	struct rlimit rl;
 	int floor = 992;                /* below select()'s 1024 and any default limit */
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1024 && rl.rlim_cur > 64)
-		floor = (int)rl.rlim_cur - 32;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1024)
+		floor = rl.rlim_cur > 35 ? (int)rl.rlim_cur - 32 : (int)rl.rlim_cur / 2;
 	int high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, floor);
 	if (high < 0)
 		return fd;
@@ -83,6 +83,26 @@ static bool send_locked(const struct smcr_control_msg *m, const int *out, size_t
 	return REAL(sendmsg)(ctl_fd, &mh, MSG_NOSIGNAL | flags) == sizeof(*m);
 }
 
+/* Waits for smcrd's reply at most REPLY_TIMEOUT_MS, signals or not. */
+static bool reply_ready(struct pollfd *p)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	int64_t end = now.tv_sec * 1000 + now.tv_nsec / 1000000 + REPLY_TIMEOUT_MS;
+
+	for (;;) {
+		int left = (int)(end - (now.tv_sec * 1000 + now.tv_nsec / 1000000));
+		if (left <= 0)
+			return false;
+		int n = REAL(poll)(p, 1, left);
+		if (n == 1)
+			return true;
+		if (n == 0 || errno != EINTR)
+			return false;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	}
+}
+
 /*
  * Sends a request with out[0..nout-1] attached and waits (bounded) for its
  * reply; in[0..nin-1] receive the descriptors attached to that (-1 where
@@ -100,8 +120,8 @@ static int exchange_locked(struct smcr_control_msg *m, const int *out, size_t no
 	for (size_t i = 0; i < nin; i++)
 		in[i] = -1;
 	m->version = SMCR_CONTROL_VERSION;
-	if (!send_locked(m, out, nout, 0) || REAL(poll)(&p, 1, REPLY_TIMEOUT_MS) != 1 ||
-	    REAL(recvmsg)(ctl_fd, &mh, MSG_CMSG_CLOEXEC) != sizeof(*m))
+	if (!send_locked(m, out, nout, MSG_DONTWAIT) || !reply_ready(&p) ||
+	    REAL(recvmsg)(ctl_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT) != sizeof(*m))
 		return -1;
 	smcr_control_take_fds(&mh, in, nin, close_fd);    /* extra ones are not ours to keep */
 	return 0;
@@ -117,7 +137,8 @@ static void register_locked(void)
 		return;
 	next_attempt = now_coarse() + RETRY_INTERVAL_S;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", smcr_rundir(), SMCR_CONTROL_SOCKET);
-	ctl_fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	/* Non-blocking: a stuck smcrd (full backlog or buffer) must not stall the application. */
+	ctl_fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (ctl_fd < 0)
 		return;
 	if (REAL(connect)(ctl_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
@@ -248,6 +269,7 @@ void smcr_control_fds_closing(unsigned int first, unsigned int last)
 	    !in_range(owned_fd, first, last))
 		return;
 	/* The application reclaims a number we hold: it wins, we re-register later. */
+	int saved_errno = errno;
 	pthread_mutex_lock(&lock);
 	_Atomic int *ours[] = { &ctl_fd, &result_fd, &owned_fd };
 	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
@@ -256,6 +278,7 @@ void smcr_control_fds_closing(unsigned int first, unsigned int last)
 	disconnect_locked();
 	next_attempt = 0;
 	pthread_mutex_unlock(&lock);
+	errno = saved_errno;
 }
 
 void smcr_control_fd_closing(int fd)
@@ -278,31 +301,21 @@ static void after_fork_parent(void)
  * A child is a process of its own: it registers (and is accounted) by itself.
  * A child that only serves a connection its parent accepted (socat fork,
  * inetd style) never needs smcrd, yet its counters must reach smcrd's
- * statistics: if the parent was registered, the child registers at its first
- * TCP traffic (smcr_control_traffic) - not here, so that fork-and-exec pays
- * nothing.  The parent's stats region is already gone here (stats.c runs
- * first).
+ * statistics: if the parent was registered, the child registers right here,
+ * before it can have entered a sandbox (seccomp) that would forbid it - never
+ * later on the data path.  posix_spawn (and vfork) run no fork handlers, so
+ * spawning a program costs nothing.  The parent's stats region is already
+ * gone here (stats.c's handler runs first).
  */
 static void after_fork_child(void)
 {
-	atomic_store(&smcr_control_register_pending, ctl_fd >= 0);
+	bool parent_registered = ctl_fd >= 0;
+
 	disconnect_locked();
 	next_attempt = 0;
-	pthread_mutex_unlock(&lock);
-}
-
-_Atomic bool smcr_control_register_pending;
-
-void smcr_control_register_now(void)
-{
-	int saved_errno = errno;
-
-	pthread_mutex_lock(&lock);
-	atomic_store(&smcr_control_register_pending, false);
-	if (ctl_fd < 0)
+	if (parent_registered)
 		register_locked();
 	pthread_mutex_unlock(&lock);
-	errno = saved_errno;
 }
 
 void smcr_control_init(void)

@@ -11,7 +11,6 @@
 #ifndef SMCR_CONTROL_H
 #define SMCR_CONTROL_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -60,17 +59,5 @@ void smcr_control_fds_closing(unsigned int first, unsigned int last);
 
 /* Called once at library start: fork handling. */
 void smcr_control_init(void);
-
-/* A forked child of a registered process, not registered yet itself. */
-extern _Atomic bool smcr_control_register_pending;
-void smcr_control_register_now(void);
-
-/* A TCP connection moved bytes: a pending child registers now (see control.c). */
-static inline void smcr_control_traffic(void)
-{
-	if (__builtin_expect(atomic_load_explicit(&smcr_control_register_pending,
-						  memory_order_relaxed), 0))
-		smcr_control_register_now();
-}
 
 #endif

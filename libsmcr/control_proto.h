@@ -137,7 +137,8 @@ static inline void smcr_control_attach_fds(struct msghdr *mh, union smcr_control
 
 /*
  * The descriptors a received mh carried, into fds[0..max-1]; those beyond
- * max are closed with close_fd (the caller's own close).  Returns how many.
+ * max are closed with close_fd (the caller's own close).  Returns how many
+ * it carried (more than max: the extra ones are closed).
  */
 static inline size_t smcr_control_take_fds(struct msghdr *mh, int *fds, size_t max,
 					   int (*close_fd)(int))
@@ -151,9 +152,10 @@ static inline size_t smcr_control_take_fds(struct msghdr *mh, int *fds, size_t m
 			int fd;
 			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
 			if (got < max)
-				fds[got++] = fd;
+				fds[got] = fd;
 			else
 				close_fd(fd);
+			got++;
 		}
 	}
 	return got;

@@ -12,7 +12,6 @@
 #include <sys/sendfile.h>
 #include <unistd.h>
 
-#include "control.h"
 #include "fdtable.h"
 #include "handshake.h"
 #include "real.h"
@@ -30,18 +29,14 @@ static inline bool tcp(int fd)
 
 static inline void count_in(bool is_tcp, ssize_t n)
 {
-	if (n > 0 && is_tcp) {
+	if (n > 0 && is_tcp)
 		smcr_stat_add(tcp_bytes_in, n);
-		smcr_control_traffic();
-	}
 }
 
 static inline void count_out(bool is_tcp, ssize_t n)
 {
-	if (n > 0 && is_tcp) {
+	if (n > 0 && is_tcp)
 		smcr_stat_add(tcp_bytes_out, n);
-		smcr_control_traffic();
-	}
 }
 
 static size_t mmsg_bytes(const struct mmsghdr *msgs, int n)

@@ -138,7 +138,8 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		smcr_handshake_offer(fd);
 	int rc = REAL(connect)(fd, addr, len);
 
-	if (rc != 0 && errno != EINPROGRESS)
+	/* EINTR: a blocking connect() goes on in the background, as a non-blocking one. */
+	if (rc != 0 && errno != EINPROGRESS && errno != EINTR)
 		return rc;
 	if (!smcr_fd_state_is_tcp(state))
 		return rc;
@@ -188,13 +189,12 @@ int close(int fd)
 
 int close_range(unsigned int first, unsigned int last, int flags)
 {
-	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
-		smcr_control_fds_closing(first, last);
-	int rc = REAL(close_range)(first, last, flags);
-
-	if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
+	/* Before: once closed, the numbers are free for other threads' new sockets. */
+	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last) {
 		smcr_fd_forget_range(first, last);
-	return rc;
+		smcr_control_fds_closing(first, last);
+	}
+	return REAL(close_range)(first, last, flags);
 }
 
 void closefrom(int lowfd)
@@ -215,25 +215,28 @@ int dup(int oldfd)
 	return fd;
 }
 
+/* newfd now names a copy of oldfd: if it was one of ours, it is ours no more. */
+static void duplicated(int oldfd, int newfd)
+{
+	smcr_control_fd_closing(newfd);
+	smcr_fd_copy(oldfd, newfd);
+}
+
 int dup2(int oldfd, int newfd)
 {
-	if (oldfd != newfd)
-		smcr_control_fd_closing(newfd);
 	int fd = REAL(dup2)(oldfd, newfd);
 
 	if (fd >= 0 && oldfd != newfd)
-		smcr_fd_copy(oldfd, fd);
+		duplicated(oldfd, fd);
 	return fd;
 }
 
 int dup3(int oldfd, int newfd, int flags)
 {
-	if (oldfd != newfd)
-		smcr_control_fd_closing(newfd);
 	int fd = REAL(dup3)(oldfd, newfd, flags);
 
 	if (fd >= 0)
-		smcr_fd_copy(oldfd, fd);
+		duplicated(oldfd, fd);
 	return fd;
 }
 

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "closer.h"
 #include "control_proto.h"
 #include "smcrd.h"
 #include "smcrd_log.h"
@@ -76,7 +77,7 @@ static void drop_client(struct smcrd_control *ctl, size_t i)
 	}
 	smcrd_shm_drop_owner(&ctl->shm, c->id);
 	give_back(ctl, c, c->granted);
-	close(c->fd);
+	smcrd_close_later(c->fd);       /* descriptors may be queued unread on it */
 	ctl->clients[i] = ctl->clients[--ctl->nclients];
 }
 
@@ -102,7 +103,8 @@ size_t smcrd_control_npoll(const struct smcrd_control *ctl)
 
 void smcrd_control_pollfds(const struct smcrd_control *ctl, struct pollfd *pfd)
 {
-	pfd[0] = (struct pollfd){ .fd = ctl->listen_fd, .events = POLLIN };
+	/* Out of descriptors: the listener would stay readable, and poll() never sleep. */
+	pfd[0] = (struct pollfd){ .fd = ctl->listen_fd, .events = ctl->spare_fd >= 0 ? POLLIN : 0 };
 	for (size_t i = 0; i < ctl->nclients; i++)
 		pfd[1 + i] = (struct pollfd){ .fd = ctl->clients[i].fd, .events = POLLIN };
 }
@@ -123,19 +125,27 @@ static void read_comm(pid_t pid, char *comm, size_t size)
 
 /*
  * Out of descriptors, a pending connection stays readable and poll() would
- * wake us forever: take it with the spare descriptor and close it, so the
+ * wake us forever: take it with the spare descriptor and let it go, so the
  * client sees smcrd refuse (and falls back to TCP) instead of smcrd spinning.
+ * The spare comes back once the closer has freed a descriptor; until then
+ * the listener is not polled (smcrd_control_pollfds, smcrd_control_timeout).
  */
 static bool refuse_one(struct smcrd_control *ctl)
 {
 	close(ctl->spare_fd);
 	int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd >= 0) {
-		close(fd);
+		smcrd_close_later(fd);
 		smcrd_log(LOG_WARNING, "out of descriptors: a process could not register");
 	}
 	ctl->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	return fd >= 0;         /* accept() fails for want of a descriptor before it looks */
+	return fd >= 0 && ctl->spare_fd >= 0;   /* accept() fails for want of a descriptor
+						   before it looks */
+}
+
+int smcrd_control_timeout(const struct smcrd_control *ctl)
+{
+	return ctl->spare_fd >= 0 ? -1 : 100;  /* ms: then try to take the spare back */
 }
 
 static void accept_clients(struct smcrd_control *ctl)
@@ -150,14 +160,14 @@ static void accept_clients(struct smcrd_control *ctl)
 		struct ucred cred;
 		socklen_t len = sizeof(cred);
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
-			close(fd);
+			smcrd_close_later(fd);
 			continue;
 		}
 		if (ctl->nclients == ctl->capacity) {
 			size_t cap = ctl->capacity ? ctl->capacity * 2 : 16;
 			void *grown = realloc(ctl->clients, cap * sizeof(*ctl->clients));
 			if (!grown) {
-				close(fd);
+				smcrd_close_later(fd);
 				continue;
 			}
 			ctl->clients = grown;
@@ -340,15 +350,23 @@ static bool fds_fit(uint16_t type, size_t nin, bool cut, bool *short_of_fds)
 	return *short_of_fds || (!cut && nin >= least && nin <= want);
 }
 
+/* As many descriptors as one message can carry (the kernel's SCM_MAX_FD). */
+#define SCM_MAX_FD 253
+
 /*
  * Receives one request and the descriptors that came with it into
- * in[0 .. *nin-1], for the caller to close.  *cut: some more came that did
- * not fit (the kernel closed those) or that we had no room for.
+ * in[0 .. *nin-1], for the caller to close.  *cut: some more came than a
+ * request carries (closed here, off the loop).  The room takes all a
+ * message can carry: else the kernel would close the rest inside recvmsg(),
+ * where a close that blocks (closer.h) would stall smcrd.
  */
 static ssize_t recv_request(const struct smcrd_client *c, struct smcr_control_msg *m, int *in,
 			    size_t *nin, bool *cut)
 {
-	union smcr_control_cmsg room;
+	union {
+		char buf[CMSG_SPACE(SCM_MAX_FD * sizeof(int))];
+		struct cmsghdr align;
+	} room;
 	struct iovec iov = { m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = room.buf, .msg_controllen = sizeof(room.buf) };
@@ -358,8 +376,9 @@ static ssize_t recv_request(const struct smcrd_client *c, struct smcr_control_ms
 	*cut = false;
 	if (n < 0)
 		return n;
-	*nin = smcr_control_take_fds(&mh, in, SMCR_CONTROL_MAX_FDS, close);
-	*cut = mh.msg_flags & MSG_CTRUNC;
+	size_t carried = smcr_control_take_fds(&mh, in, SMCR_CONTROL_MAX_FDS, smcrd_close_later);
+	*nin = carried < SMCR_CONTROL_MAX_FDS ? carried : SMCR_CONTROL_MAX_FDS;
+	*cut = (mh.msg_flags & MSG_CTRUNC) || carried > SMCR_CONTROL_MAX_FDS;
 	/* Longer than a request: malformed, not a request cut to size. */
 	return mh.msg_flags & MSG_TRUNC ? n + 1 : n;
 }
@@ -467,7 +486,7 @@ static bool serve_request(struct smcrd_control *ctl, struct smcrd_client *c, str
 		ok = answer(ctl, c, d, &m, in, nin, short_of_fds);
 	}
 	for (size_t i = 0; i < nin; i++)
-		close(in[i]);
+		smcrd_close_later(in[i]);
 	return ok;
 }
 
@@ -475,6 +494,8 @@ void smcrd_control_serve(struct smcrd_control *ctl, const struct pollfd *pfd, st
 {
 	const size_t polled = ctl->nclients;
 
+	if (ctl->spare_fd < 0)
+		ctl->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	/* Clients first, from the back: dropping one moves the last into its place. */
 	for (size_t i = polled; i-- > 0;) {
 		short ev = pfd[1 + i].revents;

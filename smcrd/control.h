@@ -56,6 +56,9 @@ size_t smcrd_control_npoll(const struct smcrd_control *ctl);
 /* Fills pfd[0 .. smcrd_control_npoll()-1]: the listener, then each client. */
 void smcrd_control_pollfds(const struct smcrd_control *ctl, struct pollfd *pfd);
 
+/* How long smcrd's poll() may sleep for the control socket's sake (-1: no limit). */
+int smcrd_control_timeout(const struct smcrd_control *ctl);
+
 /* Serves what poll() reported on the entries smcrd_control_pollfds filled. */
 void smcrd_control_serve(struct smcrd_control *ctl, const struct pollfd *pfd, struct smcrd *d);
 

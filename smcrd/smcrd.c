@@ -28,6 +28,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "closer.h"
 #include "control_proto.h"
 #include "interfaces.h"
 #include "negotiation.h"
@@ -153,7 +154,7 @@ static int run(struct smcrd *d)
 			smcrd_log(LOG_ERR, "poll table: %s", strerror(errno));
 			return 1;
 		}
-		if (poll(d->poll, n, -1) < 0) {
+		if (poll(d->poll, n, smcrd_control_timeout(&d->control)) < 0) {
 			if (errno == EINTR)
 				continue;
 			smcrd_log(LOG_ERR, "poll: %s", strerror(errno));
@@ -277,6 +278,11 @@ static int start(struct smcrd *d, const char *conf, const char *cgroup, bool for
 			smcrd_log(LOG_ERR, "%s: %s", d->pidfile.path, strerror(errno));
 			return 1;
 		}
+	}
+	/* After detaching (a thread does not survive fork), with the signals blocked. */
+	if (smcrd_closer_start()) {
+		smcrd_log(LOG_ERR, "closer thread: %s", strerror(errno));
+		return 1;
 	}
 	d->signal_fd = signalfd(-1, &signals, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (d->signal_fd < 0) {

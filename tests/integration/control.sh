@@ -118,6 +118,38 @@ PY
 expect_eq "malformed requests get the connection closed" "$?" 0
 if kill -0 "$daemon" && status > /dev/null; then pass "smcrd still serves after malformed requests"; else fail "smcrd died"; fi
 
+# A descriptor whose close() blocks (a TCP socket lingering on unsent data),
+# handed to smcrd in a request: smcrd must go on answering.
+"$PY" - "$SMCR_RUNDIR/smcrd.sock" > "$WORK/linger.out" << 'PY' &
+import array, socket, struct, sys, time
+listener = socket.create_server(("127.0.0.1", 0))           # never reads, stays
+tcp = socket.create_connection(listener.getsockname())
+tcp.setblocking(False)
+try:
+    while True:
+        tcp.send(b"x" * 65536)
+except BlockingIOError:
+    pass
+tcp.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 30))
+ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+ctl.connect(sys.argv[1])
+grant = bytearray(272)
+grant[0:2] = (3).to_bytes(2, "little")                       # version
+grant[2:4] = (2).to_bytes(2, "little")                       # GRANT: carries no descriptor
+ctl.sendmsg([bytes(grant)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [tcp.fileno()]))])
+tcp.close()                                                  # smcrd holds the last reference
+ctl.close()
+print("sent", flush=True)
+time.sleep(20)
+PY
+linger=$!
+BG_PIDS+=($linger)
+wait_for "$WORK/linger.out" sent || fail "the lingering socket was not handed over"
+sleep 0.5
+out=$(timeout 10 "$BIN/smcrctl" status 2>&1)
+if grep -q "running (pid $daemon)" <<< "$out"; then pass "smcrd answers after being handed a lingering socket"; else fail "smcrd stuck: $out"; fi
+kill "$linger"; wait "$linger" 2> /dev/null
+
 # Out of descriptors, smcrd refuses registrations instead of spinning on its
 # listener, and serves again once descriptors are free.
 cpu() { awk '{print $14 + $15}' "/proc/$daemon/stat"; }
