@@ -219,6 +219,8 @@ static void offer(struct smcrd_control *ctl, struct smcrd_client *c, struct smcr
 	if (m->result || !grant(ctl, c, o.bytes, limit, m))
 		return;
 	m->result = smcrd_shm_add(&ctl->shm, &o, in[1], c->id, &m->token);
+	if (!m->result)
+		c->offered += o.bytes;
 	if (m->result) {
 		give_back(ctl, c, o.bytes);
 		snprintf(m->text, sizeof(m->text), "%s", m->result == -EMFILE ?
@@ -394,6 +396,7 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 	static struct smcr_control_status st;   /* 16 KiB: not on the stack */
 	struct smcr_control_stats stats;
 	const uint64_t limit = smcrd_memory_limit(d);
+	uint64_t withdrawn;
 	int fds[2];
 	size_t nfds = 0;
 	bool ok;
@@ -409,8 +412,9 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 		c->registered = true;
 		grant(ctl, c, m->bytes, limit, m);
 		break;
-	case SMCR_CONTROL_RELEASE:
-		give_back(ctl, c, m->bytes);
+	case SMCR_CONTROL_RELEASE:      /* not what its offers hold: WITHDRAW returns that */
+		give_back(ctl, c, m->bytes < c->granted - c->offered ? m->bytes
+								     : c->granted - c->offered);
 		return true;                    /* no reply */
 	case SMCR_CONTROL_OFFER:
 		c->registered = true;
@@ -424,7 +428,9 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 		nfds = m->result == 0;
 		break;
 	case SMCR_CONTROL_WITHDRAW:
-		give_back(ctl, c, smcrd_shm_withdraw(&ctl->shm, c->id, m->token));
+		withdrawn = smcrd_shm_withdraw(&ctl->shm, c->id, m->token);
+		c->offered -= withdrawn;
+		give_back(ctl, c, withdrawn);
 		return true;                    /* no reply */
 	case SMCR_CONTROL_STATUS:
 		memset(&st, 0, sizeof(st));

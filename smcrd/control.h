@@ -26,6 +26,7 @@ struct smcrd_client {
 	pid_t pid;
 	uid_t uid;
 	uint64_t granted;               /* bytes of buffer memory it holds, offers included */
+	uint64_t offered;               /* of which its offers hold (released only by WITHDRAW) */
 	bool registered;                /* a process using smcr, not a passing smcrctl */
 	const struct smcr_stats *stats; /* its counters, mapped read-only; NULL: none */
 	char comm[16];

@@ -120,7 +120,8 @@ if kill -0 "$daemon" && status > /dev/null; then pass "smcrd still serves after 
 
 # A descriptor whose close() blocks (a TCP socket lingering on unsent data),
 # handed to smcrd in a request: smcrd must go on answering.
-"$PY" - "$SMCR_RUNDIR/smcrd.sock" > "$WORK/linger.out" << 'PY' &
+version=$(sed -n 's/^#define SMCR_CONTROL_VERSION \([0-9]*\).*/\1/p' "$(dirname "$0")/../../libsmcr/control_proto.h")
+"$PY" - "$SMCR_RUNDIR/smcrd.sock" "$version" > "$WORK/linger.out" << 'PY' &
 import array, socket, struct, sys, time
 listener = socket.create_server(("127.0.0.1", 0))           # never reads, stays
 tcp = socket.create_connection(listener.getsockname())
@@ -134,7 +135,7 @@ tcp.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 30))
 ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 ctl.connect(sys.argv[1])
 grant = bytearray(272)
-grant[0:2] = (3).to_bytes(2, "little")                       # version
+grant[0:2] = int(sys.argv[2]).to_bytes(2, "little")         # version
 grant[2:4] = (2).to_bytes(2, "little")                       # GRANT: carries no descriptor
 ctl.sendmsg([bytes(grant)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [tcp.fileno()]))])
 tcp.close()                                                  # smcrd holds the last reference

@@ -125,6 +125,40 @@ fi
 report "$out"
 expect_eq "smcrd's descriptors after the killed offerer" "$(fds "$base")" "$base"
 
+# RELEASE gives back only what was granted, not what an offer holds: a
+# process cannot offer buffers beyond max_memory by releasing their grants.
+version=$(sed -n 's/^#define SMCR_CONTROL_VERSION \([0-9]*\).*/\1/p' "$(dirname "$0")/../../libsmcr/control_proto.h")
+"$PY" - "$SMCR_RUNDIR/smcrd.sock" "$version" > "$WORK/release.out" << 'PY' &
+import array, fcntl, os, socket, struct, sys, time
+MSG = "<HHiQQQ240s"                     # struct smcr_control_msg
+version, OFFER, RELEASE = int(sys.argv[2]), 6, 3
+ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+ctl.connect(sys.argv[1])
+listener = socket.create_server(("127.0.0.1", 0))
+client = socket.create_connection(listener.getsockname())
+server, _ = listener.accept()
+memfd = os.memfd_create("buffer", os.MFD_ALLOW_SEALING)
+os.ftruncate(memfd, 65536)
+fcntl.fcntl(memfd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+ctl.sendmsg([struct.pack(MSG, version, OFFER, 0, 65536, 0, 0, b"")],
+            [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [client.fileno(), memfd]))])
+result = struct.unpack(MSG, ctl.recv(512))[2]
+ctl.send(struct.pack(MSG, version, RELEASE, 0, 65536, 0, 0, b""))
+print("offered" if result == 0 else "refused %d" % result, flush=True)
+time.sleep(20)
+PY
+holder=$!
+BG_PIDS+=($holder)
+if wait_for "$WORK/release.out" offered; then
+	until_true buffers_are "1 offered, 0 attached"
+	until_true memory_is 0.1 && pass "RELEASE leaves an offer's grant alone (0.1 MiB still in use)" ||
+		fail "after RELEASE: $(status)"
+	kill "$holder"; wait "$holder" 2> /dev/null
+	until_true memory_is 0.0 && pass "its grant returned when the process went" || fail "status: $(status)"
+else
+	fail "offer: $(cat "$WORK/release.out")"
+fi
+
 if kill -0 "$daemon" && status > /dev/null; then pass "smcrd still serves"; else fail "smcrd died"; fi
 stop_bg "$daemon" TERM 10
 finish
