@@ -7,6 +7,7 @@
  * errno is the application's again when we return.
  */
 #include <errno.h>
+#include <linux/bpf.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +30,29 @@
 #define RETRY_INTERVAL_S 1              /* between attempts to reach a missing smcrd */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * connect(), accept(), read() and write() are async-signal-safe, and reach
+ * the lock on a new connection: a signal handler that makes one while its
+ * thread holds the lock would wait for itself.  It is told "no smcrd"
+ * instead, and that connection stays on TCP.
+ */
+static __thread bool holding;
+
+static bool lock_here(void)
+{
+	if (holding)
+		return false;
+	pthread_mutex_lock(&lock);
+	holding = true;
+	return true;
+}
+
+static void unlock_here(void)
+{
+	holding = false;
+	pthread_mutex_unlock(&lock);
+}
 static _Atomic int ctl_fd = -1, result_fd = -1, owned_fd = -1;
 static time_t next_attempt;             /* CLOCK_MONOTONIC_COARSE seconds */
 
@@ -181,18 +206,26 @@ static bool daemon_gone_locked(void)
 	return REAL(poll)(&p, 1, 0) != 0;
 }
 
-bool smcr_control_maps(struct smcr_control_maps *maps)
+int smcr_control_map_call(enum smcr_control_map map, int cmd, int fd, uint32_t *value)
 {
-	int saved_errno = errno;
+	int saved_errno = errno, rc = -ENOTCONN;
+	union bpf_attr attr;
 
-	pthread_mutex_lock(&lock);
+	if (!lock_here())
+		return rc;
 	if (ctl_fd < 0)
 		register_locked();
-	maps->result = result_fd;
-	maps->owned = owned_fd;
-	pthread_mutex_unlock(&lock);
+	int map_fd = map == SMCR_MAP_RESULT ? result_fd : owned_fd;
+	if (map_fd >= 0) {
+		memset(&attr, 0, sizeof(attr));
+		attr.map_fd = (uint32_t)map_fd;
+		attr.key = (uint64_t)(uintptr_t)&fd;
+		attr.value = (uint64_t)(uintptr_t)value;
+		rc = syscall(SYS_bpf, cmd, &attr, sizeof(attr)) == 0 ? 0 : -errno;
+	}
+	unlock_here();
 	errno = saved_errno;
-	return maps->result >= 0;
+	return rc;
 }
 
 bool smcr_control_alive(void)
@@ -200,14 +233,15 @@ bool smcr_control_alive(void)
 	int saved_errno = errno;
 	bool alive;
 
-	pthread_mutex_lock(&lock);
+	if (!lock_here())
+		return false;
 	if (ctl_fd >= 0 && daemon_gone_locked()) {
 		smcr_log(SMCR_LOG_DEBUG, "smcrd went away; new connections stay on TCP");
 		disconnect_locked();
 		next_attempt = 0;
 	}
 	alive = ctl_fd >= 0;
-	pthread_mutex_unlock(&lock);
+	unlock_here();
 	errno = saved_errno;
 	return alive;
 }
@@ -217,7 +251,8 @@ int smcr_control_request(struct smcr_control_msg *m, const int *out, size_t nout
 {
 	int saved_errno = errno, rc = -ENOTCONN;
 
-	pthread_mutex_lock(&lock);
+	if (!lock_here())
+		return rc;
 	if (ctl_fd < 0)
 		register_locked();
 	if (ctl_fd >= 0) {
@@ -226,7 +261,7 @@ int smcr_control_request(struct smcr_control_msg *m, const int *out, size_t nout
 		else
 			disconnect_locked();
 	}
-	pthread_mutex_unlock(&lock);
+	unlock_here();
 	errno = saved_errno;
 	return rc;
 }
@@ -236,10 +271,11 @@ void smcr_control_notify(struct smcr_control_msg *m)
 	int saved_errno = errno;
 
 	m->version = SMCR_CONTROL_VERSION;
-	pthread_mutex_lock(&lock);
+	if (!lock_here())
+		return;
 	if (ctl_fd >= 0)
 		send_locked(m, NULL, 0, MSG_DONTWAIT);
-	pthread_mutex_unlock(&lock);
+	unlock_here();
 	errno = saved_errno;
 }
 
@@ -270,14 +306,15 @@ void smcr_control_fds_closing(unsigned int first, unsigned int last)
 		return;
 	/* The application reclaims a number we hold: it wins, we re-register later. */
 	int saved_errno = errno;
-	pthread_mutex_lock(&lock);
+	if (!lock_here())
+		return;                 /* a handler closing our descriptor mid-request: rare */
 	_Atomic int *ours[] = { &ctl_fd, &result_fd, &owned_fd };
 	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
 		if (in_range(*ours[i], first, last))
 			*ours[i] = -1;          /* the application's close() closes it */
 	disconnect_locked();
 	next_attempt = 0;
-	pthread_mutex_unlock(&lock);
+	unlock_here();
 	errno = saved_errno;
 }
 

@@ -18,13 +18,18 @@
 struct smcr_control_msg;
 
 /* smcrd's negotiation maps, as handed to registered processes. */
-struct smcr_control_maps {
-	int result;                     /* handshake outcome per socket (read-only) */
-	int owned;                      /* where we mark our sockets (writable) */
+enum smcr_control_map {
+	SMCR_MAP_RESULT,                /* handshake outcome per socket (read-only) */
+	SMCR_MAP_OWNED,                 /* where we mark our sockets (writable) */
 };
 
-/* The maps, registering first if needed; false while smcrd is not running. */
-bool smcr_control_maps(struct smcr_control_maps *maps);
+/*
+ * One bpf() command (BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM) on one of the
+ * maps, keyed by our socket fd, registering first if needed.  Done under
+ * the lock, so the map descriptor cannot change hands meanwhile.  0, -errno
+ * of the call, or -ENOTCONN while smcrd is not running.
+ */
+int smcr_control_map_call(enum smcr_control_map map, int cmd, int fd, uint32_t *value);
 
 /*
  * Whether the smcrd we registered with still runs (one poll()); if it has

@@ -5,8 +5,6 @@
 #include <linux/bpf.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "control.h"
 #include "handshake.h"
@@ -26,42 +24,25 @@ enum smcr_reason smcr_handshake_reason(bool has_entry, uint32_t flags)
 	return SMCR_REASON_PEERNOSMC;
 }
 
-/* One bpf() call on an sk_storage map keyed by our own descriptor; false on failure. */
-static bool map_call(int cmd, int map, int fd, uint32_t *value)
-{
-	union bpf_attr attr;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.map_fd = (uint32_t)map;
-	attr.key = (uint64_t)(uintptr_t)&fd;
-	attr.value = (uint64_t)(uintptr_t)value;
-	return syscall(SYS_bpf, cmd, &attr, sizeof(attr)) == 0;
-}
-
 void smcr_handshake_offer(int fd)
 {
-	struct smcr_control_maps maps;
 	uint32_t mark = 1;
-	int saved_errno = errno;
+	int rc = smcr_control_map_call(SMCR_MAP_OWNED, BPF_MAP_UPDATE_ELEM, fd, &mark);
 
-	if (smcr_control_maps(&maps) && !map_call(BPF_MAP_UPDATE_ELEM, maps.owned, fd, &mark))
-		smcr_log(SMCR_LOG_WARN, "fd %d: cannot mark it for SMC: %s", fd, strerror(errno));
-	errno = saved_errno;
+	if (rc && rc != -ENOTCONN)
+		smcr_log(SMCR_LOG_WARN, "fd %d: cannot mark it for SMC: %s", fd, strerror(-rc));
 }
 
 void smcr_handshake_record(int fd, bool active)
 {
-	struct smcr_control_maps maps;
 	int saved_errno = errno;
 	uint32_t flags = 0;
 	enum smcr_reason reason = SMCR_REASON_NODAEMON;
+	int rc = smcr_control_map_call(SMCR_MAP_RESULT, BPF_MAP_LOOKUP_ELEM, fd, &flags);
 
-	if (smcr_control_maps(&maps)) {
-		bool has_entry = map_call(BPF_MAP_LOOKUP_ELEM, maps.result, fd, &flags);
-		/* No trace: outside the policy, or the program went with its smcrd. */
-		if (has_entry || smcr_control_alive())
-			reason = smcr_handshake_reason(has_entry, flags);
-	}
+	/* No entry: outside the policy, or the program went with its smcrd. */
+	if (rc == 0 || (rc == -ENOENT && smcr_control_alive()))
+		reason = smcr_handshake_reason(rc == 0, flags);
 
 	errno = saved_errno;
 	smcr_fd_set(fd, active ? SMCR_FD_TCP_CLIENT : SMCR_FD_TCP_SERVER);
