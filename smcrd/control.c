@@ -385,6 +385,14 @@ static ssize_t recv_request(const struct smcrd_client *c, struct smcr_control_ms
 	return mh.msg_flags & MSG_TRUNC ? n + 1 : n;
 }
 
+/* What every reply says of memory: in use, and max_memory. */
+static void memory_figures(const struct smcrd_control *ctl, struct smcr_control_msg *head,
+			   uint64_t limit)
+{
+	head->bytes = ctl->used;
+	head->limit = limit;
+}
+
 /*
  * Answers one well-formed request; in[]: the descriptors it carried (closed
  * by the caller), short_of_fds: not all of them, we are out of descriptors.
@@ -437,15 +445,13 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 		smcrd_describe(d, &st);
 		describe_procs(ctl, &st);
 		st.head = *m;
-		st.head.bytes = ctl->used;
-		st.head.limit = limit;
+		memory_figures(ctl, &st.head, limit);
 		return reply(c, &st, sizeof(st), NULL, 0);
 	case SMCR_CONTROL_STATS:
 		memset(&stats, 0, sizeof(stats));
 		describe_stats(ctl, &stats);
 		stats.head = *m;
-		stats.head.bytes = ctl->used;
-		stats.head.limit = limit;
+		memory_figures(ctl, &stats.head, limit);
 		return reply(c, &stats, sizeof(stats), NULL, 0);
 	case SMCR_CONTROL_STATS_RESET:
 		reset_stats(ctl, c, m);
@@ -463,8 +469,7 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 			  c->comm, m->type);
 		return false;
 	}
-	m->bytes = ctl->used;
-	m->limit = limit;
+	memory_figures(ctl, m, limit);
 	ok = reply(c, m, sizeof(*m), fds, nfds);
 	for (size_t i = 0; i < nfds; i++)
 		close(fds[i]);
