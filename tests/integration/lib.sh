@@ -18,6 +18,7 @@
 #   $PY                the distribution's python3
 #   wait_for FILE PATTERN, capture FILE FILTER, option_on_wire FILE PORT
 #                      (packet captures: see below)
+#   libsmcr_saw NAME MODE PROG SERVER_PID N   what libsmcr counted (see below)
 #   pass MSG / fail MSG / finish
 set -u
 BUILD=$(cd "${1:?usage: $0 BUILD_DIR}" && pwd)
@@ -133,6 +134,26 @@ seen() {
 summary() {
 	local pid=${3:-[0-9]+}
 	sed -nE "s/^libsmcr\[($pid)\]: info: $2: tcp: ([0-9]+) listener, ([0-9]+) client, ([0-9]+) server connections; ([0-9]+) bytes in, ([0-9]+) out.*/\2 \3 \4 \5 \6/p" "$1" | tail -n 1
+}
+
+# libsmcr_saw NAME MODE PROG SERVER_PID N: in a plain run, no libsmcr line in
+# $WORK/client-NAME.err or server-NAME.err (returns 1: nothing more to check);
+# under the preload, N connects and N accepts seen, and the exit summaries of
+# PROG say N client connections, 1 listener, N server connections.  Sets
+# c_in c_out (client) and s_in s_out (server) from the summaries.
+libsmcr_saw() {
+	local name=$1 mode=$2 prog=$3 srv=$4 n=$5 c_cli s_lis s_srv
+	local cerr=$WORK/client-$name.err serr=$WORK/server-$name.err
+	if [ "$mode" = plain ]; then
+		if grep -q libsmcr "$cerr" "$serr"; then fail "$name: libsmcr lines in the plain run"; fi
+		return 1
+	fi
+	expect_eq "$name: client connects seen by libsmcr" "$(seen "$cerr" connect)" "$n"
+	expect_eq "$name: server accepts seen by libsmcr" "$(seen "$serr" accepted)" "$n"
+	read -r _ c_cli _ c_in c_out <<< "$(summary "$cerr" "$prog")"
+	read -r s_lis _ s_srv s_in s_out <<< "$(summary "$serr" "$prog" "$srv")"
+	expect_eq "$name: libsmcr summaries (client connections, listeners, server connections)" \
+		"${c_cli:-none} ${s_lis:-none} ${s_srv:-none}" "$n 1 $n"
 }
 
 # expect_at_least WHAT ACTUAL MIN
