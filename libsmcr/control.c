@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "fdtable.h"
 #include "control_proto.h"
 #include "log.h"
 #include "real.h"
@@ -71,11 +72,7 @@ static int move_high(int fd)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1024)
 		floor = rl.rlim_cur > 35 ? (int)rl.rlim_cur - 32 : (int)rl.rlim_cur / 2;
-	int high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, floor);
-	if (high < 0)
-		return fd;
-	REAL(close)(fd);
-	return high;
+	return smcr_fd_move_up(fd, floor);
 }
 
 static void close_ours(_Atomic int *fd)

@@ -46,9 +46,10 @@ void smcr_control_release(uint64_t bytes);
 
 /*
  * One request to smcrd, registering first if needed, with out[0..nout-1]
- * attached (at most 2); in[0..nin-1] receive the descriptors of the reply
- * (-1 where none came; at most 2 are kept).  0 with smcrd's answer in *m,
- * or -ENOTCONN if smcrd cannot be reached.
+ * attached (at most SMCR_CONTROL_MAX_FDS); in[0..nin-1] receive the
+ * descriptors of the reply (-1 where none came; at most SMCR_CONTROL_MAX_FDS
+ * are kept).  0 with smcrd's answer in *m, or -ENOTCONN if smcrd cannot be
+ * reached.
  */
 int smcr_control_request(struct smcr_control_msg *m, const int *out, size_t nout, int *in,
 			 size_t nin);

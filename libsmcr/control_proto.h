@@ -10,10 +10,12 @@
  *
  * Shared-memory buffers (OFFER, ATTACH, WITHDRAW): the two ends of a TCP
  * connection on one host exchange a receive buffer through smcrd.  The owner
- * offers a sealed memfd together with its TCP socket; smcrd hands the memfd
- * only to a process that shows it the other end of that very connection
- * (smcrd/shm_broker.c says why that suffices).  The token names the offer
- * and is no secret: the socket proves who may attach.
+ * offers a sealed memfd and an eventfd together with its TCP socket; smcrd
+ * hands the memfd and the eventfd only to a process that shows it the other
+ * end of that very connection (smcrd/shm_broker.c says why that suffices).
+ * The eventfd is how that peer wakes the owner when it sleeps: it writes 8
+ * bytes to it.  The token names the offer and is no secret: the socket
+ * proves who may attach.
  */
 #ifndef SMCR_CONTROL_PROTO_H
 #define SMCR_CONTROL_PROTO_H
@@ -28,7 +30,7 @@
 
 #define SMCR_RUNDIR_DEFAULT "/run/smcr"
 #define SMCR_CONTROL_SOCKET "smcrd.sock"
-#define SMCR_CONTROL_VERSION 3
+#define SMCR_CONTROL_VERSION 4
 
 /* Where smcrd keeps its pid file and control socket: $SMCR_RUNDIR, else /run/smcr. */
 static inline const char *smcr_rundir(void)
@@ -48,12 +50,14 @@ enum smcr_control_type {
 	SMCR_CONTROL_RELEASE,           /* give .bytes back; no reply */
 	SMCR_CONTROL_STATUS,            /* reply: struct smcr_control_status */
 	SMCR_CONTROL_RELOAD,            /* root only: re-read the configuration file */
-	SMCR_CONTROL_OFFER,             /* carries 2 fds: the TCP socket, a memfd of exactly
+	SMCR_CONTROL_OFFER,             /* carries 3 fds: the TCP socket, a memfd of exactly
 					   .bytes (whole pages) sealed against SHRINK, GROW
-					   and SEAL; .bytes are granted; reply: .token */
-	SMCR_CONTROL_ATTACH,            /* carries 1 fd: the TCP socket; reply carries the
-					   memfd offered as .token by the other end of that
-					   connection, once; -EACCES for anything else */
+					   and SEAL, an eventfd (the owner's wake-up); .bytes
+					   are granted; reply: .token */
+	SMCR_CONTROL_ATTACH,            /* carries 1 fd: the TCP socket; reply carries 2 fds:
+					   the memfd and the eventfd offered as .token by the
+					   other end of that connection, once; -EACCES for
+					   anything else */
 	SMCR_CONTROL_WITHDRAW,          /* the offer .token is over, its grant returned;
 					   no reply */
 	SMCR_CONTROL_STATS,             /* reply: struct smcr_control_stats */
@@ -110,8 +114,8 @@ struct smcr_control_stats {
 	struct smcr_stats_counts counts;
 };
 
-/* The most descriptors a request or a reply carries (OFFER; REGISTER's reply). */
-#define SMCR_CONTROL_MAX_FDS 2
+/* The most descriptors a request or a reply carries (OFFER; replies carry 2 at most). */
+#define SMCR_CONTROL_MAX_FDS 3
 
 /* Room for the SCM_RIGHTS of a message, aligned as cmsg wants. */
 union smcr_control_cmsg {

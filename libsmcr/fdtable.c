@@ -8,9 +8,15 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "fdtable.h"
+#include "real.h"
+#include "readiness.h"
+#include "smc_sock.h"
 
 _Atomic(struct smcr_fd_slot *) smcr_fd_chunks[SMCR_FD_CHUNKS];
 
@@ -76,13 +82,54 @@ void smcr_fd_set_reason(int fd, uint32_t reason)
 		atomic_store_explicit(&slot->reason, reason, memory_order_relaxed);
 }
 
+bool smcr_fd_set_sock(int fd, struct smcr_sock *sk)
+{
+	struct smcr_fd_slot *slot = slot_of(fd, true);
+
+	if (!slot)
+		return false;
+	struct smcr_sock *old = atomic_exchange_explicit(&slot->sock, sk, memory_order_acq_rel);
+	if (old)
+		smcr_sock_put(old, fd);
+	return true;
+}
+
+bool smcr_fd_set_epoll(int fd, struct smcr_epoll *ep)
+{
+	struct smcr_fd_slot *slot = slot_of(fd, true);
+
+	if (!slot)
+		return false;
+	struct smcr_epoll *old = atomic_exchange_explicit(&slot->epoll, ep, memory_order_acq_rel);
+	if (old)
+		smcr_epoll_put(old);
+	return true;
+}
+
 void smcr_fd_forget(int fd)
 {
 	struct smcr_fd_slot *slot = slot_of(fd, false);
 
-	if (slot) {
-		atomic_store_explicit(&slot->state, SMCR_FD_UNKNOWN, memory_order_relaxed);
-		atomic_store_explicit(&slot->reason, 0, memory_order_relaxed);
+	if (!slot)
+		return;
+	enum smcr_fd_state state = atomic_load_explicit(&slot->state, memory_order_relaxed);
+	/* epoll sets must let go of it before its connection goes (readiness.c) */
+	if (smcr_fd_state_is_tcp(state) && state != SMCR_FD_TCP_LISTENER)
+		smcr_readiness_forget(fd);
+	atomic_store_explicit(&slot->state, SMCR_FD_UNKNOWN, memory_order_relaxed);
+	atomic_store_explicit(&slot->reason, 0, memory_order_relaxed);
+	/* the common case, no objects, costs two loads */
+	if (atomic_load_explicit(&slot->sock, memory_order_relaxed)) {
+		struct smcr_sock *sk = atomic_exchange_explicit(&slot->sock, NULL,
+								memory_order_acq_rel);
+		if (sk)
+			smcr_sock_put(sk, fd);
+	}
+	if (atomic_load_explicit(&slot->epoll, memory_order_relaxed)) {
+		struct smcr_epoll *ep = atomic_exchange_explicit(&slot->epoll, NULL,
+								 memory_order_acq_rel);
+		if (ep)
+			smcr_epoll_put(ep);
 	}
 }
 
@@ -105,9 +152,37 @@ void smcr_fd_copy(int oldfd, int newfd)
 {
 	enum smcr_fd_state state = smcr_fd_get(oldfd);
 
-	if (state == SMCR_FD_UNKNOWN) {
-		smcr_fd_forget(newfd);
-	} else if (smcr_fd_set(newfd, state)) {
-		smcr_fd_set_reason(newfd, smcr_fd_reason(oldfd));
+	struct smcr_sock *sk = smcr_fd_sock(oldfd);
+	struct smcr_epoll *ep = smcr_fd_epoll(oldfd);
+
+	smcr_fd_forget(newfd);
+	if (state == SMCR_FD_UNKNOWN || !smcr_fd_set(newfd, state))
+		return;
+	smcr_fd_set_reason(newfd, smcr_fd_reason(oldfd));
+	if (sk)
+		smcr_fd_set_sock(newfd, smcr_sock_get(sk));
+	if (ep)
+		smcr_fd_set_epoll(newfd, smcr_epoll_get(ep));
+}
+
+int smcr_fd_move_up(int fd, int floor)
+{
+	int saved_errno = errno;
+	int high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, floor);
+
+	if (high < 0) {
+		errno = saved_errno;
+		return fd;
 	}
+	REAL(close)(fd);
+	return high;
+}
+
+int smcr_fd_move_aside(int fd)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < 64)
+		return fd;
+	return smcr_fd_move_up(fd, rl.rlim_cur > 2048 ? (int)(rl.rlim_cur / 2) : 512);
 }

@@ -12,6 +12,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum smcr_fd_state {
@@ -23,6 +24,9 @@ enum smcr_fd_state {
 	SMCR_FD_TCP_CLIENT,     /* connected by connect() */
 	SMCR_FD_TCP_SERVER,     /* returned by accept() */
 };
+
+struct smcr_sock;
+struct smcr_epoll;
 
 static inline bool smcr_fd_state_is_tcp(enum smcr_fd_state state)
 {
@@ -37,6 +41,8 @@ static inline bool smcr_fd_state_is_tcp(enum smcr_fd_state state)
 struct smcr_fd_slot {
 	_Atomic uint32_t state;         /* enum smcr_fd_state */
 	_Atomic uint32_t reason;        /* enum smcr_reason: why not SMC (connections) */
+	_Atomic(struct smcr_sock *) sock;       /* a connection that negotiated SMC (smc_sock.h) */
+	_Atomic(struct smcr_epoll *) epoll;     /* an epoll instance (readiness.h) */
 };
 
 extern _Atomic(struct smcr_fd_slot *) smcr_fd_chunks[SMCR_FD_CHUNKS];
@@ -58,6 +64,35 @@ static inline bool smcr_fd_is_tcp(int fd)
 	return smcr_fd_state_is_tcp(smcr_fd_get(fd));
 }
 
+static inline struct smcr_fd_slot *smcr_fd_slot_peek(int fd)
+{
+	if ((unsigned int)fd >= SMCR_FD_MAX)
+		return NULL;
+	struct smcr_fd_slot *chunk = atomic_load_explicit(
+		&smcr_fd_chunks[(unsigned int)fd >> SMCR_FD_CHUNK_BITS], memory_order_acquire);
+	return chunk ? &chunk[fd & (SMCR_FD_CHUNK_SLOTS - 1)] : NULL;
+}
+
+/* The SMC connection behind fd (NULL: none); the table holds a reference. */
+static inline struct smcr_sock *smcr_fd_sock(int fd)
+{
+	struct smcr_fd_slot *slot = smcr_fd_slot_peek(fd);
+
+	return slot ? atomic_load_explicit(&slot->sock, memory_order_acquire) : NULL;
+}
+
+/* The epoll instance fd is, as readiness.c tracks it (NULL: none). */
+static inline struct smcr_epoll *smcr_fd_epoll(int fd)
+{
+	struct smcr_fd_slot *slot = smcr_fd_slot_peek(fd);
+
+	return slot ? atomic_load_explicit(&slot->epoll, memory_order_acquire) : NULL;
+}
+
+/* Gives fd the connection sk (the table takes over a reference). */
+bool smcr_fd_set_sock(int fd, struct smcr_sock *sk);
+bool smcr_fd_set_epoll(int fd, struct smcr_epoll *ep);
+
 /* Records the state of fd; false if it cannot be tracked (out of range or memory). */
 bool smcr_fd_set(int fd, enum smcr_fd_state state);
 
@@ -68,13 +103,28 @@ bool smcr_fd_claim(int fd, enum smcr_fd_state from, enum smcr_fd_state to);
 uint32_t smcr_fd_reason(int fd);
 void smcr_fd_set_reason(int fd, uint32_t reason);
 
-/* The descriptor number was closed: forget what it was.  Never allocates. */
+/*
+ * The descriptor number was closed: forget what it was, and drop its
+ * reference to an SMC connection or epoll instance (smcr_sock_put,
+ * smcr_epoll_put: the connection is closed if it was the last).  Never
+ * allocates.
+ */
 void smcr_fd_forget(int fd);
 
 /* Same for every descriptor in [first, last]. */
 void smcr_fd_forget_range(unsigned int first, unsigned int last);
 
-/* newfd is now a duplicate of oldfd (dup, dup2, dup3, F_DUPFD): same state and reason. */
+/* newfd is now a duplicate of oldfd (dup, dup2, dup3, F_DUPFD): same state, reason, objects. */
 void smcr_fd_copy(int oldfd, int newfd);
+
+/*
+ * The library's own descriptors, away from the numbers the application
+ * would get next (so that its descriptors are numbered as without us):
+ * fd moved to floor or above (close-on-exec), or left as it is if it
+ * cannot be; move_aside picks the floor for per-connection descriptors
+ * (half the limit, at least 512).  Returns the descriptor.
+ */
+int smcr_fd_move_up(int fd, int floor);
+int smcr_fd_move_aside(int fd);
 
 #endif

@@ -11,6 +11,7 @@
 #include "handshake_flags.h"
 #include "log.h"
 #include "real.h"
+#include "smc_sock.h"
 #include "stats.h"
 
 enum smcr_reason smcr_handshake_reason(bool has_entry, uint32_t flags)
@@ -54,6 +55,16 @@ void smcr_handshake_record(int fd, bool active)
 			smcr_stat_add(smc_servers, 1);
 		smcr_log(SMCR_LOG_DEBUG, "fd %d: SMC negotiated in the TCP handshake (flags 0x%x)",
 			 fd, flags);
+		smcr_sock_negotiated(fd, active);
+		/*
+		 * The exchange goes as far as it can without waiting: the
+		 * client's Proposal leaves now, a server answers one that is
+		 * already there.  Nothing waits for the other end here, which
+		 * may be this very thread, about to accept().
+		 */
+		if (smcr_fd_sock(fd))
+			smcr_sock_settle(smcr_fd_sock(fd), fd, false);
+		errno = saved_errno;
 	} else {
 		smcr_stat_add(fallbacks[reason], 1);
 		smcr_log(SMCR_LOG_DEBUG, "fd %d: fallback to TCP: %s (0x%08x, flags 0x%x)", fd,

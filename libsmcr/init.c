@@ -2,7 +2,8 @@
  * init.c - libsmcr's start and end inside the application's process.
  *
  * Start: read the logging settings and arrange for forked children to count
- * their own traffic and register with smcrd on their own.  End: at
+ * their own traffic and register with smcrd on their own, and for both sides
+ * of a fork to know their connections are shared (smc_sock.c).  End: at
  * SMCR_LOG=info, one line saying what was seen, if the process used TCP.
  * Nothing here may print at the default level or change the process.
  */
@@ -11,6 +12,7 @@
 
 #include "control.h"
 #include "log.h"
+#include "smc_sock.h"
 #include "stats.h"
 
 __attribute__((constructor)) static void smcr_init(void)
@@ -19,6 +21,7 @@ __attribute__((constructor)) static void smcr_init(void)
 	/* Child handlers run in the order registered: counters are private again
 	   before control.c's handler registers the child. */
 	pthread_atfork(NULL, NULL, smcr_stats_reset);
+	pthread_atfork(NULL, smcr_sock_forked, smcr_sock_forked);
 	smcr_control_init();
 	smcr_log(SMCR_LOG_DEBUG, "loaded into %s", program_invocation_short_name);
 }
@@ -34,6 +37,5 @@ __attribute__((destructor)) static void smcr_fini(void)
 	if (!(s.tcp_listeners | s.tcp_clients | s.tcp_servers | s.tcp_bytes_in | s.tcp_bytes_out))
 		return;                 /* nothing to say about a process without TCP */
 	smcr_stats_format(summary, sizeof(summary));
-	smcr_log(SMCR_LOG_INFO, "%s: %s (every byte still went over TCP)",
-		 program_invocation_short_name, summary);
+	smcr_log(SMCR_LOG_INFO, "%s: %s", program_invocation_short_name, summary);
 }

@@ -2,20 +2,27 @@
  * preload_io.c - interposed data calls: the read/recv and write/send
  * families, their glibc fortified forms, sendfile and splice.
  *
- * Every call is the C library's; bytes that cross a TCP socket are counted.
- * This is the hot path of every application under the preload: one table
- * look-up and one relaxed add, never a lock or an extra system call - except
- * once per connection, at the first call after a non-blocking connect(),
- * where the handshake's outcome is read (handshake.h).
+ * A call on a connection that went on SMC is served by smc_sock.c; every
+ * other call is the C library's, and the bytes that cross a TCP socket are
+ * counted.  This is the hot path of every application under the preload:
+ * one table look-up and one relaxed add, never a lock or an extra system
+ * call - except once per connection, at the first call after a non-blocking
+ * connect(), where the handshake's outcome is read (handshake.h), and the
+ * calls that carry a connection's CLC exchange (smc_sock.h).
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/sendfile.h>
 #include <unistd.h>
 
 #include "fdtable.h"
 #include "handshake.h"
 #include "real.h"
+#include "smc_sock.h"
 #include "stats.h"
+
+void __chk_fail(void) __attribute__((noreturn));
 
 /* Whether fd is a TCP socket, settling a non-blocking connect() first. */
 static inline bool tcp(int fd)
@@ -25,6 +32,30 @@ static inline bool tcp(int fd)
 	if (__builtin_expect(state == SMCR_FD_TCP_CONNECTING, 0))
 		state = smcr_handshake_settle(fd);
 	return smcr_fd_state_is_tcp(state);
+}
+
+/*
+ * The SMC connection that serves a call on fd, or NULL when the call is the
+ * kernel's (dontwait: the call must not wait for a CLC exchange).
+ */
+static inline struct smcr_sock *smc(int fd, bool dontwait)
+{
+	struct smcr_sock *sk = smcr_fd_sock(fd);
+
+	if (__builtin_expect(sk == NULL, 1))
+		return NULL;
+	return smcr_sock_takes(sk, fd, dontwait) ? sk : NULL;
+}
+
+/* The one iovec of a single-buffer call. */
+#define ONE(buf, len) (&(struct iovec){ .iov_base = (void *)(buf), .iov_len = (len) })
+
+/* recvmsg's outputs that a TCP stream leaves empty; MSG_OOB when it read the urgent byte. */
+static void tcp_msg_outputs(struct msghdr *msg, int flags)
+{
+	msg->msg_namelen = 0;
+	msg->msg_controllen = 0;
+	msg->msg_flags = flags & MSG_OOB;
 }
 
 static inline void count_in(bool is_tcp, ssize_t n)
@@ -53,6 +84,10 @@ static size_t mmsg_bytes(const struct mmsghdr *msgs, int n)
 ssize_t read(int fd, void *buf, size_t len)
 {
 	bool is_tcp = tcp(fd);
+	struct smcr_sock *sk = is_tcp ? smc(fd, false) : NULL;
+
+	if (sk)
+		return smcr_sock_recv(sk, ONE(buf, len), 1, 0);
 	ssize_t n = REAL(read)(fd, buf, len);
 	count_in(is_tcp, n);
 	return n;
@@ -61,6 +96,13 @@ ssize_t read(int fd, void *buf, size_t len)
 ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 {
 	bool is_tcp = tcp(fd);
+	struct smcr_sock *sk = is_tcp ? smc(fd, false) : NULL;
+
+	if (sk) {
+		if (len > buflen)
+			__chk_fail();
+		return smcr_sock_recv(sk, ONE(buf, len), 1, 0);
+	}
 	ssize_t n = REAL(__read_chk)(fd, buf, len, buflen);
 	count_in(is_tcp, n);
 	return n;
@@ -69,6 +111,10 @@ ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
 	bool is_tcp = tcp(fd);
+	struct smcr_sock *sk = is_tcp ? smc(fd, false) : NULL;
+
+	if (sk)
+		return smcr_sock_recv(sk, iov, iovcnt, 0);
 	ssize_t n = REAL(readv)(fd, iov, iovcnt);
 	count_in(is_tcp, n);
 	return n;
@@ -77,6 +123,10 @@ ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
 	bool is_tcp = tcp(fd);
+	struct smcr_sock *sk = is_tcp ? smc(fd, flags & MSG_DONTWAIT) : NULL;
+
+	if (sk)
+		return smcr_sock_recv(sk, ONE(buf, len), 1, flags);
 	ssize_t n = REAL(recv)(fd, buf, len, flags);
 	count_in(is_tcp, n);
 	return n;
@@ -85,6 +135,13 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
 ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
 {
 	bool is_tcp = tcp(fd);
+	struct smcr_sock *sk = is_tcp ? smc(fd, flags & MSG_DONTWAIT) : NULL;
+
+	if (sk) {
+		if (len > buflen)
+			__chk_fail();
+		return smcr_sock_recv(sk, ONE(buf, len), 1, flags);
+	}
 	ssize_t n = REAL(__recv_chk)(fd, buf, len, buflen, flags);
 	count_in(is_tcp, n);
 	return n;
@@ -94,6 +151,13 @@ ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *addr
 		 socklen_t *addrlen)
 {
 	bool is_tcp = tcp(fd);
+	struct smcr_sock *sk = is_tcp ? smc(fd, flags & MSG_DONTWAIT) : NULL;
+
+	if (sk) {
+		if (addr && addrlen)
+			*addrlen = 0;   /* a stream has no sender address */
+		return smcr_sock_recv(sk, ONE(buf, len), 1, flags);
+	}
 	ssize_t n = REAL(recvfrom)(fd, buf, len, flags, addr, addrlen);
 	count_in(is_tcp, n);
 	return n;
@@ -103,6 +167,15 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
 		       struct sockaddr *addr, socklen_t *addrlen)
 {
 	bool is_tcp = tcp(fd);
+	struct smcr_sock *sk = is_tcp ? smc(fd, flags & MSG_DONTWAIT) : NULL;
+
+	if (sk) {
+		if (len > buflen)
+			__chk_fail();
+		if (addr && addrlen)
+			*addrlen = 0;
+		return smcr_sock_recv(sk, ONE(buf, len), 1, flags);
+	}
 	ssize_t n = REAL(__recvfrom_chk)(fd, buf, len, buflen, flags, addr, addrlen);
 	count_in(is_tcp, n);
 	return n;
@@ -111,6 +184,15 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
 ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	bool is_tcp = tcp(fd);
+	struct smcr_sock *sk = is_tcp ? smc(fd, flags & MSG_DONTWAIT) : NULL;
+
+	if (sk) {
+		ssize_t n = smcr_sock_recv(sk, msg->msg_iov, (int)msg->msg_iovlen, flags);
+
+		if (n >= 0)
+			tcp_msg_outputs(msg, flags);
+		return n;
+	}
 	ssize_t n = REAL(recvmsg)(fd, msg, flags);
 	count_in(is_tcp, n);
 	return n;
@@ -120,6 +202,19 @@ int recvmmsg(int fd, struct mmsghdr *msgs, unsigned int vlen, int flags,
 	     struct timespec *timeout)
 {
 	bool is_tcp = tcp(fd);
+	struct smcr_sock *sk = is_tcp && vlen ? smc(fd, flags & MSG_DONTWAIT) : NULL;
+
+	if (sk) {
+		/* a stream: what one recvmsg reads, as one message */
+		ssize_t n = smcr_sock_recv(sk, msgs[0].msg_hdr.msg_iov,
+					   (int)msgs[0].msg_hdr.msg_iovlen,
+					   flags & ~MSG_WAITFORONE);
+		if (n < 0)
+			return -1;
+		tcp_msg_outputs(&msgs[0].msg_hdr, flags);
+		msgs[0].msg_len = (unsigned int)n;
+		return 1;
+	}
 	int n = REAL(recvmmsg)(fd, msgs, vlen, flags, timeout);
 	if (n > 0)
 		count_in(is_tcp, (ssize_t)mmsg_bytes(msgs, n));
@@ -131,6 +226,10 @@ int recvmmsg(int fd, struct mmsghdr *msgs, unsigned int vlen, int flags,
 ssize_t write(int fd, const void *buf, size_t len)
 {
 	bool is_tcp = tcp(fd);
+	struct smcr_sock *sk = is_tcp ? smc(fd, false) : NULL;
+
+	if (sk)
+		return smcr_sock_send(sk, ONE(buf, len), 1, 0);
 	ssize_t n = REAL(write)(fd, buf, len);
 	count_out(is_tcp, n);
 	return n;
@@ -139,6 +238,10 @@ ssize_t write(int fd, const void *buf, size_t len)
 ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	bool is_tcp = tcp(fd);
+	struct smcr_sock *sk = is_tcp ? smc(fd, false) : NULL;
+
+	if (sk)
+		return smcr_sock_send(sk, iov, iovcnt, 0);
 	ssize_t n = REAL(writev)(fd, iov, iovcnt);
 	count_out(is_tcp, n);
 	return n;
@@ -147,6 +250,10 @@ ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
 	bool is_tcp = tcp(fd);
+	struct smcr_sock *sk = is_tcp ? smc(fd, flags & MSG_DONTWAIT) : NULL;
+
+	if (sk)
+		return smcr_sock_send(sk, ONE(buf, len), 1, flags);
 	ssize_t n = REAL(send)(fd, buf, len, flags);
 	count_out(is_tcp, n);
 	return n;
@@ -156,6 +263,10 @@ ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sock
 	       socklen_t addrlen)
 {
 	bool is_tcp = tcp(fd);
+	struct smcr_sock *sk = is_tcp ? smc(fd, flags & MSG_DONTWAIT) : NULL;
+
+	if (sk)         /* a connected stream ignores the address, as TCP does */
+		return smcr_sock_send(sk, ONE(buf, len), 1, flags);
 	ssize_t n = REAL(sendto)(fd, buf, len, flags, addr, addrlen);
 	count_out(is_tcp, n);
 	return n;
@@ -164,6 +275,10 @@ ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sock
 ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	bool is_tcp = tcp(fd);
+	struct smcr_sock *sk = is_tcp ? smc(fd, flags & MSG_DONTWAIT) : NULL;
+
+	if (sk)
+		return smcr_sock_send(sk, msg->msg_iov, (int)msg->msg_iovlen, flags);
 	ssize_t n = REAL(sendmsg)(fd, msg, flags);
 	count_out(is_tcp, n);
 	return n;
@@ -172,6 +287,23 @@ ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 int sendmmsg(int fd, struct mmsghdr *msgs, unsigned int vlen, int flags)
 {
 	bool is_tcp = tcp(fd);
+	struct smcr_sock *sk = is_tcp && vlen ? smc(fd, flags & MSG_DONTWAIT) : NULL;
+
+	if (sk) {
+		unsigned int i;
+
+		for (i = 0; i < vlen; i++) {
+			ssize_t n = smcr_sock_send(sk, msgs[i].msg_hdr.msg_iov,
+						   (int)msgs[i].msg_hdr.msg_iovlen, flags);
+			if (n < 0) {
+				if (i == 0)
+					return -1;
+				break;
+			}
+			msgs[i].msg_len = (unsigned int)n;
+		}
+		return (int)i;
+	}
 	int n = REAL(sendmmsg)(fd, msgs, vlen, flags);
 	if (n > 0)
 		count_out(is_tcp, (ssize_t)mmsg_bytes(msgs, n));
@@ -181,6 +313,10 @@ int sendmmsg(int fd, struct mmsghdr *msgs, unsigned int vlen, int flags)
 ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 {
 	bool is_tcp = tcp(out_fd);
+	struct smcr_sock *sk = is_tcp ? smc(out_fd, false) : NULL;
+
+	if (sk)
+		return smcr_sock_sendfile(sk, in_fd, offset, count);
 	ssize_t n = REAL(sendfile)(out_fd, in_fd, offset, count);
 	count_out(is_tcp, n);
 	return n;
@@ -189,6 +325,10 @@ ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t count)
 {
 	bool is_tcp = tcp(out_fd);
+	struct smcr_sock *sk = is_tcp ? smc(out_fd, false) : NULL;
+
+	if (sk)
+		return smcr_sock_sendfile(sk, in_fd, offset, count);
 	ssize_t n = REAL(sendfile64)(out_fd, in_fd, offset, count);
 	count_out(is_tcp, n);
 	return n;
@@ -198,6 +338,18 @@ ssize_t splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t le
 	       unsigned int flags)
 {
 	bool in_tcp = tcp(fd_in), out_tcp = tcp(fd_out);
+	bool dontwait = flags & SPLICE_F_NONBLOCK;
+	struct smcr_sock *sk_in = in_tcp ? smc(fd_in, dontwait) : NULL;
+	struct smcr_sock *sk_out = out_tcp ? smc(fd_out, dontwait) : NULL;
+
+	if (sk_in && sk_out) {          /* one end of a splice is a pipe */
+		errno = EINVAL;
+		return -1;
+	}
+	if (sk_in)
+		return smcr_sock_splice_out(sk_in, fd_out, len, flags);
+	if (sk_out)
+		return smcr_sock_splice_in(sk_out, fd_in, len, flags);
 	ssize_t n = REAL(splice)(fd_in, off_in, fd_out, off_out, len, flags);
 	count_in(in_tcp, n);
 	count_out(out_tcp, n);

@@ -25,6 +25,7 @@
 #include "handshake.h"
 #include "log.h"
 #include "real.h"
+#include "smc_sock.h"
 #include "stats.h"
 
 static bool tcp_socket_args(int domain, int type, int protocol)
@@ -166,6 +167,10 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 int shutdown(int fd, int how)
 {
+	struct smcr_sock *sk = smcr_fd_sock(fd);
+
+	if (sk && smcr_sock_takes(sk, fd, false))
+		return smcr_sock_shutdown(sk, fd, how);
 	return REAL(shutdown)(fd, how);
 }
 
@@ -250,6 +255,8 @@ static int fcntl_with(smcr_real_fcntl_t real, int fd, int cmd, void *arg)
 
 	if (rc >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
 		smcr_fd_copy(fd, rc);
+	if (rc == 0 && cmd == F_SETFL && smcr_fd_sock(fd))
+		smcr_sock_set_nonblock(smcr_fd_sock(fd), (long)arg & O_NONBLOCK);
 	return rc;
 }
 
@@ -277,17 +284,35 @@ int ioctl(int fd, unsigned long request, ...)
 	va_start(ap, request);
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
-	return REAL(ioctl)(fd, request, arg);
+	struct smcr_sock *sk = smcr_fd_sock(fd);
+	int rc;
+
+	if (sk && arg && smcr_sock_takes(sk, fd, true) && smcr_sock_ioctl(sk, request, arg, &rc))
+		return rc;
+	rc = REAL(ioctl)(fd, request, arg);
+	if (rc == 0 && sk && request == FIONBIO && arg)
+		smcr_sock_set_nonblock(sk, *(int *)arg);
+	return rc;
 }
 
 int getsockopt(int fd, int level, int name, void *value, socklen_t *len)
 {
+	struct smcr_sock *sk = smcr_fd_sock(fd);
+	int rc;
+
+	if (sk && smcr_sock_getsockopt(sk, level, name, value, len, &rc))
+		return rc;
 	return REAL(getsockopt)(fd, level, name, value, len);
 }
 
 int setsockopt(int fd, int level, int name, const void *value, socklen_t len)
 {
-	return REAL(setsockopt)(fd, level, name, value, len);
+	int rc = REAL(setsockopt)(fd, level, name, value, len);
+	struct smcr_sock *sk = smcr_fd_sock(fd);
+
+	if (rc == 0 && sk)
+		smcr_sock_setsockopt(sk, level, name, value, len);
+	return rc;
 }
 
 int getsockname(int fd, struct sockaddr *addr, socklen_t *len)

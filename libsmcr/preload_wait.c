@@ -2,48 +2,72 @@
  * preload_wait.c - interposed readiness calls: poll, select and epoll, with
  * their glibc fortified forms.
  *
- * While every connection is a plain kernel TCP socket the kernel knows all
- * readiness, so each call is the C library's own.  These are the entry points
- * where connections whose bytes travel outside the socket will be made ready.
+ * Calls that involve no connection on SMC (or on its way there) are the C
+ * library's own; the others are answered by readiness.c, which knows where
+ * those connections' bytes are.
  */
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 
+#include <errno.h>
+
+#include "fdtable.h"
+#include "readiness.h"
 #include "real.h"
+
+void __chk_fail(void) __attribute__((noreturn));
 
 int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
-	return REAL(poll)(fds, nfds, timeout);
+	return smcr_poll(fds, nfds, timeout, NULL);
 }
 
 int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen)
 {
-	return REAL(__poll_chk)(fds, nfds, timeout, fdslen);
+	if (fdslen / sizeof(*fds) < nfds)
+		__chk_fail();
+	return smcr_poll(fds, nfds, timeout, NULL);
 }
 
 int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
 	  const sigset_t *sigmask)
 {
-	return REAL(ppoll)(fds, nfds, timeout, sigmask);
+	return smcr_poll(fds, nfds, smcr_timespec_ms(timeout), sigmask);
 }
 
 int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
 		const sigset_t *sigmask, size_t fdslen)
 {
-	return REAL(__ppoll_chk)(fds, nfds, timeout, sigmask, fdslen);
+	if (fdslen / sizeof(*fds) < nfds)
+		__chk_fail();
+	return smcr_poll(fds, nfds, smcr_timespec_ms(timeout), sigmask);
 }
 
 int select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
 	   struct timeval *timeout)
 {
-	return REAL(select)(nfds, readfds, writefds, exceptfds, timeout);
+	if (!smcr_select_has_ours(nfds, readfds, writefds, exceptfds))
+		return REAL(select)(nfds, readfds, writefds, exceptfds, timeout);
+	if (timeout && (timeout->tv_sec < 0 || timeout->tv_usec < 0)) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct timespec ts, *tsp = NULL;
+	if (timeout) {
+		ts = (struct timespec){ timeout->tv_sec, timeout->tv_usec * 1000 };
+		tsp = &ts;
+	}
+	return smcr_select(nfds, readfds, writefds, exceptfds, smcr_timespec_ms(tsp), NULL);
 }
 
 int pselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
 	    const struct timespec *timeout, const sigset_t *sigmask)
 {
-	return REAL(pselect)(nfds, readfds, writefds, exceptfds, timeout, sigmask);
+	if (!smcr_select_has_ours(nfds, readfds, writefds, exceptfds))
+		return REAL(pselect)(nfds, readfds, writefds, exceptfds, timeout, sigmask);
+	return smcr_select(nfds, readfds, writefds, exceptfds, smcr_timespec_ms(timeout),
+			   sigmask);
 }
 
 int epoll_create(int size)
@@ -58,22 +82,24 @@ int epoll_create1(int flags)
 
 int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 {
-	return REAL(epoll_ctl)(epfd, op, fd, event);
+	return smcr_epoll_ctl(epfd, op, fd, event);
 }
 
 int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
 {
-	return REAL(epoll_wait)(epfd, events, maxevents, timeout);
+	return smcr_epoll_wait(epfd, events, maxevents, timeout, NULL);
 }
 
 int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout,
 		const sigset_t *sigmask)
 {
-	return REAL(epoll_pwait)(epfd, events, maxevents, timeout, sigmask);
+	return smcr_epoll_wait(epfd, events, maxevents, timeout, sigmask);
 }
 
 int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
 		 const struct timespec *timeout, const sigset_t *sigmask)
 {
-	return REAL(epoll_pwait2)(epfd, events, maxevents, timeout, sigmask);
+	if (!smcr_fd_epoll(epfd))
+		return REAL(epoll_pwait2)(epfd, events, maxevents, timeout, sigmask);
+	return smcr_epoll_wait(epfd, events, maxevents, smcr_timespec_ms(timeout), sigmask);
 }

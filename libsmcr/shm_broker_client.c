@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -31,11 +32,22 @@ int smcr_shm_memfd(uint64_t bytes)
 	return fd;
 }
 
-int smcr_shm_offer(int sock, int memfd, uint64_t bytes, uint64_t *token)
+int smcr_shm_eventfd(void)
+{
+	int saved_errno = errno;
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	if (fd < 0)
+		fd = -errno;
+	errno = saved_errno;
+	return fd;
+}
+
+int smcr_shm_offer(int sock, int memfd, uint64_t bytes, int efd, uint64_t *token)
 {
 	struct smcr_control_msg m = { .type = SMCR_CONTROL_OFFER, .bytes = bytes };
-	const int out[2] = { sock, memfd };
-	int rc = smcr_control_request(&m, out, 2, NULL, 0);
+	const int out[3] = { sock, memfd, efd };
+	int rc = smcr_control_request(&m, out, 3, NULL, 0);
 
 	if (rc)
 		return rc;
@@ -49,18 +61,22 @@ int smcr_shm_offer(int sock, int memfd, uint64_t bytes, uint64_t *token)
 	return 0;
 }
 
-int smcr_shm_attach(int sock, uint64_t token, int *memfd)
+int smcr_shm_attach(int sock, uint64_t token, int *memfd, int *efd)
 {
 	struct smcr_control_msg m = { .type = SMCR_CONTROL_ATTACH, .token = token };
+	int in[2] = { -1, -1 };
+	int rc = smcr_control_request(&m, &sock, 1, in, 2);
 
-	*memfd = -1;
-	int rc = smcr_control_request(&m, &sock, 1, memfd, 1);
-	if (rc == 0)
-		rc = m.result ? m.result : *memfd < 0 ? -EPROTO : 0;   /* EPROTO: a yes without fd */
-	if (rc && *memfd >= 0) {
-		REAL(close)(*memfd);
-		*memfd = -1;
+	if (rc == 0)            /* EPROTO: a yes without both fds */
+		rc = m.result ? m.result : in[0] < 0 || in[1] < 0 ? -EPROTO : 0;
+	if (rc) {
+		for (int i = 0; i < 2; i++)
+			if (in[i] >= 0)
+				REAL(close)(in[i]);
+		in[0] = in[1] = -1;
 	}
+	*memfd = in[0];
+	*efd = in[1];
 	return rc;
 }
 

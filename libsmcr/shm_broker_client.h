@@ -2,12 +2,15 @@
  * shm_broker_client.h - libsmcr's side of smcrd's shared-memory buffer
  * broker (smcrd/shm_broker.c): one end of a TCP connection on this host puts
  * up its receive buffer, and only the other end of that connection can map
- * it.
+ * it.  With the buffer goes the owner's eventfd, so that the peer can wake
+ * the owner when it sleeps (by writing 8 bytes to it).
  *
- *   owner: fd = smcr_shm_memfd(n); mmap it; smcr_shm_offer(sock, fd, n, &token);
- *          close(fd); send token to the peer (CLC); ...;
+ *   owner: fd = smcr_shm_memfd(n); mmap it; efd = smcr_shm_eventfd();
+ *          smcr_shm_offer(sock, fd, n, efd, &token); close(fd); keep efd;
+ *          send token to the peer (CLC); ...; read efd to take wake-ups;
  *          smcr_shm_withdraw(token) BEFORE the TCP socket is closed
- *   peer:  smcr_shm_attach(sock, token, &fd); mmap it; close(fd)
+ *   peer:  smcr_shm_attach(sock, token, &fd, &efd); mmap fd; close(fd);
+ *          write 8 bytes to efd to wake the owner; close(efd) at the end
  *
  * Withdrawing before closing matters: the peer is recognised by the
  * connection's addresses, which must not be reusable while the offer is
@@ -27,19 +30,28 @@
 int smcr_shm_memfd(uint64_t bytes);
 
 /*
- * Offers memfd (exactly bytes, a whole number of pages, from smcr_shm_memfd)
- * to the other end of TCP socket sock; the offer's name in *token.  0,
- * -ENOMEM (max_memory reached), -ENOTCONN (no smcrd), -EMFILE (smcrd holds
- * too many unattached buffers), -EINVAL (sock or memfd unacceptable; logged).
+ * A new eventfd, non-blocking and close-on-exec: the owner's wake-up
+ * descriptor for smcr_shm_offer.  The descriptor, or a negative errno.
  */
-int smcr_shm_offer(int sock, int memfd, uint64_t bytes, uint64_t *token);
+int smcr_shm_eventfd(void);
 
 /*
- * The memfd that the other end of TCP socket sock offered as token, in *memfd
- * (close-on-exec; its size is fstat's).  0, -EACCES (no such offer for this
- * connection, or already attached), -ENOTCONN (no smcrd), -EMFILE.
+ * Offers memfd (exactly bytes, a whole number of pages, from smcr_shm_memfd)
+ * and the eventfd efd (from smcr_shm_eventfd) to the other end of TCP socket
+ * sock; the offer's name in *token.  0, -ENOMEM (max_memory reached),
+ * -ENOTCONN (no smcrd), -EMFILE (smcrd holds too many unattached buffers),
+ * -EINVAL (sock, memfd or efd unacceptable; logged).
  */
-int smcr_shm_attach(int sock, uint64_t token, int *memfd);
+int smcr_shm_offer(int sock, int memfd, uint64_t bytes, int efd, uint64_t *token);
+
+/*
+ * The memfd and the eventfd that the other end of TCP socket sock offered as
+ * token, in *memfd (its size is fstat's) and *efd, both close-on-exec.  The
+ * eventfd's file flags are shared with the owner, who may have made it
+ * blocking.  0, -EACCES (no such offer for this connection, or already
+ * attached), -ENOTCONN (no smcrd), -EMFILE; on failure both are -1.
+ */
+int smcr_shm_attach(int sock, uint64_t token, int *memfd, int *efd);
 
 /* Ends our offer token and returns its memory. */
 void smcr_shm_withdraw(uint64_t token);

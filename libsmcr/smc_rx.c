@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "real.h"
 #include "smc_iov.h"
 #include "smc_rx.h"
 #include "smc_tx.h"
@@ -116,7 +117,35 @@ int smc_rx_cdc_wait(struct smc_conn *conn, uint32_t since, uint64_t deadline)
 	pthread_mutex_unlock(&conn->lock);
 	rc = conn->ops->wait(conn, since, timeout_ms);
 	pthread_mutex_lock(&conn->lock);
+	if (rc == -ENOTCONN) {
+		smc_rx_peer_lost(conn);
+		rc = 0;
+	}
 	return rc == -ETIMEDOUT ? 0 : rc;
+}
+
+void smc_rx_peer_lost(struct smc_conn *conn)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	smc_rx_cdc_fetch(conn);
+	if (conn->err || (conn->peer_state & SMC_CDC_PEER_CONN_CLOSED))
+		return;
+	/*
+	 * The peer's TCP end closed without its CDC saying so: the process
+	 * died (or left the connection to one that exited).  A reset is a
+	 * reset; a plain FIN reads as the peer's close, after whatever it
+	 * wrote into our RMB.
+	 */
+	if (conn->sock >= 0 && REAL(getsockopt)(conn->sock, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
+	    err) {
+		conn->err = err == EPIPE ? ECONNRESET : err;
+		conn->ops->wake(conn);
+		return;
+	}
+	conn->peer_state |= SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED;
+	conn->ops->wake(conn);
 }
 
 /* A read position: rx_cons, or beyond it while peeking. */
@@ -260,17 +289,25 @@ ssize_t smc_rx_recv(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 	return copied ? (ssize_t)copied : rc;
 }
 
-size_t smc_rx_readable(struct smc_conn *conn)
+size_t smc_rx_readable_locked(struct smc_conn *conn)
 {
 	size_t n = 0;
 
-	pthread_mutex_lock(&conn->lock);
 	if (smc_rx_cdc_fetch(conn) == 0) {
 		n = smc_ring_readable(conn->rmb_size, conn->rx_cons, conn->rx_prod);
 		/* the urgent byte is not in the stream */
 		if (conn->rx_urg_unpassed && !conn->oob_inline)
 			n--;
 	}
+	return n;
+}
+
+size_t smc_rx_readable(struct smc_conn *conn)
+{
+	size_t n;
+
+	pthread_mutex_lock(&conn->lock);
+	n = smc_rx_readable_locked(conn);
 	pthread_mutex_unlock(&conn->lock);
 	return n;
 }

@@ -36,6 +36,7 @@ ssize_t smc_rx_recv(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 
 /* Bytes a recv would return now (FIONREAD, POLLIN).  Fetches the latest CDC. */
 size_t smc_rx_readable(struct smc_conn *conn);
+size_t smc_rx_readable_locked(struct smc_conn *conn);	/* under conn->lock */
 
 /* An urgent byte waits for recv(MSG_OOB) (POLLPRI).  Fetches the latest CDC. */
 bool smc_rx_urgent(struct smc_conn *conn);
@@ -57,5 +58,13 @@ uint64_t smc_rx_deadline(int timeout_ms);
  * spuriously), -EAGAIN once deadline has passed, or -EINTR.
  */
 int smc_rx_cdc_wait(struct smc_conn *conn, uint32_t since, uint64_t deadline);
+
+/*
+ * Under conn->lock: the TCP connection under conn ended (the transport's
+ * wait said -ENOTCONN, or poll saw it).  Unless the peer's CDCs said it
+ * closed, the peer is gone: a reset fails the connection (ECONNRESET), a
+ * plain end of stream reads as the peer's close.
+ */
+void smc_rx_peer_lost(struct smc_conn *conn);
 
 #endif

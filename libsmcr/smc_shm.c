@@ -6,7 +6,7 @@
  *
  *   line 0  header: magic, RMB size        written once by the owner
  *   line 1  CDC mailbox                    written by the peer
- *   line 2  waiting (the futex word)       armed by the owner, cleared by a waker
+ *   line 2  waiting, armed: "wake me"      set by the owner, cleared by a waker
  *   page 1  the RMB ring                   written by the peer, read by the owner
  *
  * The lines are apart so that the peer's mailbox stores and the owner's
@@ -33,31 +33,36 @@
  * stores, and the reader's first load (acquire) comes before it reads the
  * ring: the data is there before the CDC that announces it.
  *
- * Waking (readiness.md, mechanism 3: spin, then futex).  A waiter takes a
- * snapshot of events() (mailbox seq plus local wake count), spins up to
- * SPIN_NS for it to move, then sleeps:
+ * Waking (readiness.md, mechanisms 3, 4 and 6: spin, then sleep).  A waiter
+ * takes a snapshot of events() (mailbox seq plus local wake count), spins a
+ * while (spin.h) for it to move, then sleeps in one of two ways, each with
+ * its word in our control area that tells the peer to wake it:
+ *  - inside the library (a blocking send or recv): on the futex word
+ *    `waiting`; FUTEX_WAKE wakes every such sleeper at once (a reader and a
+ *    writer may both sleep).  The sleep is cut in slices of a second, after
+ *    each of which the TCP socket is asked whether the peer is gone.
+ *  - in the application's poll or epoll_wait (readiness.c): on our eventfd,
+ *    whose word is `armed`.  It is read empty only when arming again, by
+ *    whoever sleeps next: that thread looks at the connection before
+ *    sleeping, so no event is lost with the count it takes.
  *
- *   waiter: waiting = 1; fence(seq_cst); if events moved: return;
- *           FUTEX_WAIT(waiting, 1)
- *   waker:  store mailbox (or the local wake count); fence(seq_cst);
- *           if waiting && xchg(waiting, 0): FUTEX_WAKE(waiting, all)
+ *   waiter: word = 1; fence(seq_cst); if events moved: return; sleep
+ *   waker:  store mailbox; fence(seq_cst);
+ *           if word && xchg(word, 0): FUTEX_WAKE / write(eventfd)
  *
  * Why no wakeup is lost:
  *  - The two fences make it the store-buffer pattern: the waiter sees the
- *    new events, or the waker sees waiting == 1, or both.
+ *    new events, or the waker sees the word set, or both.
  *  - The window between the waiter's check and its sleep is closed by the
- *    futex: FUTEX_WAIT sleeps only if the word is still 1, checked under the
- *    futex lock, and the waker clears it before FUTEX_WAKE.
+ *    futex (FUTEX_WAIT sleeps only if the word is still 1, and the waker
+ *    clears it before FUTEX_WAKE) and by the eventfd's count, which stays
+ *    until read.
  *  - The snapshot is taken before the caller looks at the state (under its
  *    lock), so a CDC another thread fetched meanwhile still counts.
- *  - Only a waker clears the word.  If a waiter cleared it after finding
- *    news, a second thread already asleep on it would lose its wakeup; a
- *    word left at 1 costs one spare FUTEX_WAKE.
- *  - FUTEX_WAKE wakes all: two threads (a reader and a writer) may sleep on
- *    one word.
- *  - The word starts armed (1): a future waiter outside the library (an
- *    epoll loop woken through an eventfd) may wait before any call of ours.
- *    That costs one FUTEX_WAKE on the peer's first CDC.
+ *  - Only a waker clears a word: a futex word left at 1 costs one spare
+ *    FUTEX_WAKE, an eventfd left readable one early return.
+ *  - `armed` starts at 1: an epoll loop with the eventfd in its set may
+ *    wait before any call of ours.
  * The futex is not private: the word is in a MAP_SHARED mapping of two
  * processes, each at its own address.
  */
@@ -65,6 +70,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -75,28 +81,12 @@
 
 #include "real.h"
 #include "smc_shm.h"
+#include "spin.h"
 
 #define SHM_MAGIC	0x534d435253484d31ull	/* "SMCRSHM1" */
 #define SHM_LINE	128			/* a cache line pair */
 #define SHM_CTL_SIZE	4096u			/* the ring starts on the next page */
 #define MBOX_WORDS	((SMC_CDC_MSG_LEN + 7) / 8)
-
-/*
- * 20 us: longer than one cross-CPU futex wakeup on the measured machine
- * (~23 us), so a peer that answers at once is never missed; shorter spins
- * made both sides fall asleep in turn (readiness.md, N=5 us).
- */
-#define SPIN_NS		20000
-
-/*
- * A spin that ends empty-handed SPIN_GIVE_UP times in a row means the peer
- * does not answer within it - idle, or sharing our CPU, where every spin
- * only delays it (readiness.md: 46 us against 4.6 us for going straight to
- * sleep).  Then the next SPIN_PAUSE waits sleep at once before spinning is
- * tried again.
- */
-#define SPIN_GIVE_UP	4
-#define SPIN_PAUSE	64
 
 struct shm_mbox {
 	_Atomic uint32_t seq;
@@ -109,22 +99,24 @@ struct shm_ctl {
 		uint32_t rmb_size;
 	} hdr;
 	alignas(SHM_LINE) struct shm_mbox mbox;
-	alignas(SHM_LINE) _Atomic uint32_t waiting;
+	alignas(SHM_LINE) _Atomic uint32_t waiting;	/* 1: FUTEX_WAKE it */
+	_Atomic uint32_t armed;				/* 1: write our eventfd */
 };
 
 _Static_assert(sizeof(struct shm_ctl) <= SHM_CTL_SIZE, "control area outgrew its page");
 
 struct shm {
-	struct shm_ctl *ctl;		/* ours: our mailbox, our futex word, then our RMB */
+	struct shm_ctl *ctl;		/* ours: our mailbox, our waiting word, then our RMB */
 	size_t len;
 	struct shm_ctl *peer_ctl;	/* the peer's */
 	uint8_t *peer_rmb;
 	size_t peer_len;
+	int wake_fd;			/* ours: the peer writes it to wake us */
+	int peer_wake_fd;		/* the peer's */
 	uint32_t fetched;		/* mailbox seq of the last CDC fetched */
 	_Atomic uint32_t wakes;		/* wake() calls, part of events() */
-	uint64_t spin_ns;		/* 0 on one CPU: spinning would only delay the peer */
-	_Atomic uint32_t spin_misses;	/* spins in a row that ended empty-handed */
-	_Atomic uint32_t spin_pause;	/* waits left that go straight to sleep */
+	_Atomic uint32_t wakes_seen;	/* wakes when wake_fd was last read */
+	struct smcr_spin spin;		/* how its waits went (spin.h) */
 };
 
 uint64_t smc_shm_region_size(unsigned int size_class)
@@ -132,13 +124,14 @@ uint64_t smc_shm_region_size(unsigned int size_class)
 	return SHM_CTL_SIZE + (uint64_t)smc_rmb_size(size_class);
 }
 
-static inline void cpu_relax(void)
+static void signal_fd(int fd)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield");
-#endif
+	uint64_t one = 1;
+	int saved_errno = errno;
+
+	/* a full counter (never in practice) is as readable as any */
+	if (REAL(write)(fd, &one, sizeof(one)) < 0)
+		errno = saved_errno;
 }
 
 static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *timeout)
@@ -146,12 +139,20 @@ static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct tim
 	return syscall(SYS_futex, word, op, val, timeout, NULL, 0);
 }
 
-static void wake_word(_Atomic uint32_t *waiting)
+static bool claim(_Atomic uint32_t *word)
+{
+	return atomic_load_explicit(word, memory_order_relaxed) &&
+	       atomic_exchange_explicit(word, 0, memory_order_acq_rel);
+}
+
+/* After a store the side owning ctl must see: wakes its sleepers. */
+static void wake_side(struct shm_ctl *ctl, int fd)
 {
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(waiting, memory_order_relaxed) &&
-	    atomic_exchange_explicit(waiting, 0, memory_order_acq_rel))
-		futex(waiting, FUTEX_WAKE, INT_MAX, NULL);
+	if (claim(&ctl->waiting))
+		futex(&ctl->waiting, FUTEX_WAKE, INT_MAX, NULL);
+	if (claim(&ctl->armed))
+		signal_fd(fd);
 }
 
 /* Maps size bytes of fd, which must hold them. */
@@ -171,12 +172,13 @@ static void *map_region(int fd, uint64_t size)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-static int shm_create_rmb(struct smc_conn *conn, unsigned int size_class, int memfd)
+static int shm_create_rmb(struct smc_conn *conn, unsigned int size_class, int memfd,
+			  int wake_fd)
 {
 	uint64_t len = smc_shm_region_size(size_class);
 	struct shm *shm;
 
-	if (size_class > SMC_RMB_MAX_CLASS_D)
+	if (size_class > SMC_RMB_MAX_CLASS_D || wake_fd < 0)
 		return -EINVAL;
 	shm = calloc(1, sizeof(*shm));
 	if (!shm)
@@ -189,11 +191,12 @@ static int shm_create_rmb(struct smc_conn *conn, unsigned int size_class, int me
 		return -err;
 	}
 	shm->len = len;
-	shm->spin_ns = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? SPIN_NS : 0;
+	shm->wake_fd = wake_fd;
+	shm->peer_wake_fd = -1;
 	memset(shm->ctl, 0, sizeof(*shm->ctl));
 	shm->ctl->hdr.magic = SHM_MAGIC;
 	shm->ctl->hdr.rmb_size = smc_rmb_size(size_class);
-	atomic_store_explicit(&shm->ctl->waiting, 1, memory_order_release);
+	atomic_store_explicit(&shm->ctl->armed, 1, memory_order_release);
 	conn->priv = shm;
 	conn->rmb = (uint8_t *)shm->ctl + SHM_CTL_SIZE;
 	conn->rmb_size = smc_rmb_size(size_class);
@@ -201,7 +204,7 @@ static int shm_create_rmb(struct smc_conn *conn, unsigned int size_class, int me
 }
 
 static int shm_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_confirm *peer,
-			   int peer_fd)
+			   int peer_fd, int peer_wake_fd)
 {
 	struct shm *shm = conn->priv;
 	unsigned int size_class = peer->d.dmbe_size;
@@ -211,6 +214,8 @@ static int shm_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_co
 
 	if (peer->smc_type != SMC_TYPE_D || size_class > SMC_RMB_MAX_CLASS_D)
 		return -EPROTO;
+	if (peer_wake_fd < 0)
+		return -EINVAL;
 	seals = REAL(fcntl)(peer_fd, F_GET_SEALS);
 	if (seals < 0)
 		return -errno;
@@ -226,6 +231,7 @@ static int shm_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_co
 	shm->peer_ctl = ctl;
 	shm->peer_rmb = (uint8_t *)ctl + SHM_CTL_SIZE;
 	shm->peer_len = len;
+	shm->peer_wake_fd = peer_wake_fd;
 	conn->peer_rmb_size = smc_rmb_size(size_class);
 	return 0;
 }
@@ -255,7 +261,7 @@ static int shm_send_cdc(struct smc_conn *conn, const uint8_t msg[SMC_CDC_MSG_LEN
 	for (unsigned int i = 0; i < MBOX_WORDS; i++)
 		atomic_store_explicit(&mbox->msg[i], words[i], memory_order_relaxed);
 	atomic_store_explicit(&mbox->seq, seq + 2, memory_order_release);
-	wake_word(&shm->peer_ctl->waiting);
+	wake_side(shm->peer_ctl, shm->peer_wake_fd);
 	return 0;
 }
 
@@ -288,36 +294,74 @@ static uint32_t shm_events(struct smc_conn *conn)
 	       atomic_load_explicit(&shm->wakes, memory_order_acquire);
 }
 
-/* Spins (while spinning pays, see SPIN_GIVE_UP) until events move past since. */
+/* Spins (while spinning pays: spin.h) until events move past since. */
 static bool spin(struct smc_conn *conn, struct shm *shm, uint32_t since)
 {
-	uint32_t pause = atomic_load_explicit(&shm->spin_pause, memory_order_relaxed);
+	uint64_t budget = smcr_spin_budget(&shm->spin);
 
-	if (!shm->spin_ns)
+	if (!budget)
 		return false;
-	if (pause) {
-		atomic_store_explicit(&shm->spin_pause, pause - 1, memory_order_relaxed);
-		return false;
-	}
-	for (uint64_t end = smc_clock_ns() + shm->spin_ns; shm_events(conn) == since;) {
+	for (uint64_t end = smc_clock_ns() + budget; shm_events(conn) == since;) {
 		if (smc_clock_ns() >= end) {
-			if (atomic_fetch_add_explicit(&shm->spin_misses, 1, memory_order_relaxed) + 1 >=
-			    SPIN_GIVE_UP) {
-				atomic_store_explicit(&shm->spin_misses, 0, memory_order_relaxed);
-				atomic_store_explicit(&shm->spin_pause, SPIN_PAUSE, memory_order_relaxed);
-			}
+			smcr_spin_done(&shm->spin, false);
 			return false;
 		}
-		cpu_relax();
+		smcr_cpu_relax();
 	}
-	atomic_store_explicit(&shm->spin_misses, 0, memory_order_relaxed);
+	smcr_spin_done(&shm->spin, true);
 	return true;
 }
+
+/* Reads wake_fd empty, if the peer or a local wake may have written it. */
+static void consume_wakeup(struct shm *shm, bool signalled)
+{
+	uint32_t wakes = atomic_load_explicit(&shm->wakes, memory_order_acquire);
+	uint64_t count;
+	int saved_errno = errno;
+
+	if (!signalled && atomic_load_explicit(&shm->ctl->armed, memory_order_relaxed) &&
+	    wakes == atomic_load_explicit(&shm->wakes_seen, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&shm->wakes_seen, wakes, memory_order_relaxed);
+	if (REAL(read)(shm->wake_fd, &count, sizeof(count)) < 0)
+		errno = saved_errno;
+}
+
+static bool shm_arm(struct smc_conn *conn, uint32_t since, bool signalled)
+{
+	struct shm *shm = conn->priv;
+
+	consume_wakeup(shm, signalled);
+	atomic_store_explicit(&shm->ctl->armed, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	return shm_events(conn) == since;
+}
+
+static int shm_wake_fd(struct smc_conn *conn)
+{
+	return ((struct shm *)conn->priv)->wake_fd;
+}
+
+/* The TCP connection under conn ended: its peer is gone, or going. */
+static bool tcp_ended(const struct smc_conn *conn)
+{
+	struct pollfd p = { .fd = conn->sock, .events = POLLRDHUP };
+	int saved_errno = errno;
+	bool ended = conn->sock >= 0 && REAL(poll)(&p, 1, 0) == 1 &&
+		     (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+
+	errno = saved_errno;
+	return ended;
+}
+
+/* A sleep's slice: a dead peer is noticed within it. */
+#define LIVENESS_MS 1000
 
 static int shm_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 {
 	struct shm *shm = conn->priv;
-	struct timespec ts = { .tv_sec = timeout_ms / 1000, .tv_nsec = timeout_ms % 1000 * 1000000L };
+	int slice = timeout_ms < 0 || timeout_ms > LIVENESS_MS ? LIVENESS_MS : timeout_ms;
+	struct timespec ts = { .tv_sec = slice / 1000, .tv_nsec = slice % 1000 * 1000000L };
 
 	if (spin(conn, shm, since) || shm_events(conn) != since)
 		return 0;
@@ -327,18 +371,27 @@ static int shm_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (shm_events(conn) != since)
 		return 0;
-	if (futex(&shm->ctl->waiting, FUTEX_WAIT, 1, timeout_ms < 0 ? NULL : &ts) == 0 ||
-	    errno == EAGAIN)
+	if (tcp_ended(conn))
+		return -ENOTCONN;
+	if (futex(&shm->ctl->waiting, FUTEX_WAIT, 1, &ts) == 0 || errno == EAGAIN)
 		return 0;
-	return -errno;
+	if (errno != ETIMEDOUT)
+		return -errno;
+	if (tcp_ended(conn))
+		return -ENOTCONN;
+	/* a slice of a longer wait ends as a spurious wake: the caller recounts */
+	return slice == timeout_ms ? -ETIMEDOUT : 0;
 }
 
 static void shm_wake(struct smc_conn *conn)
 {
 	struct shm *shm = conn->priv;
 
-	atomic_fetch_add_explicit(&shm->wakes, 1, memory_order_relaxed);
-	wake_word(&shm->ctl->waiting);
+	atomic_fetch_add_explicit(&shm->wakes, 1, memory_order_release);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (claim(&shm->ctl->waiting))
+		futex(&shm->ctl->waiting, FUTEX_WAKE, INT_MAX, NULL);
+	signal_fd(shm->wake_fd);        /* for poll and epoll, armed or not */
 }
 
 static void shm_release(struct smc_conn *conn)
@@ -347,6 +400,9 @@ static void shm_release(struct smc_conn *conn)
 
 	if (shm->peer_ctl)
 		munmap(shm->peer_ctl, shm->peer_len);
+	if (shm->peer_wake_fd >= 0)
+		REAL(close)(shm->peer_wake_fd);
+	REAL(close)(shm->wake_fd);
 	munmap(shm->ctl, shm->len);
 	free(shm);
 	conn->priv = NULL;
@@ -362,6 +418,8 @@ const struct smc_transport_ops smc_shm_ops = {
 	.recv_cdc = shm_recv_cdc,
 	.events = shm_events,
 	.wait = shm_wait,
+	.wake_fd = shm_wake_fd,
+	.arm = shm_arm,
 	.wake = shm_wake,
 	.release = shm_release,
 };

@@ -71,19 +71,23 @@ struct smc_transport_ops {
 	/*
 	 * Sets up our RMB of smc_rmb_size(size_class) bytes in the memory of
 	 * memfd (granted by smcrd; the transport says how many bytes it needs)
-	 * and fills in conn->rmb, conn->rmb_size and conn->priv.  The fd is
-	 * not kept: the caller closes it when it likes.
+	 * and fills in conn->rmb, conn->rmb_size and conn->priv.  The memfd is
+	 * not kept: the caller closes it when it likes.  wake_fd (shared
+	 * memory: an eventfd the peer writes to wake us; -1 for a transport
+	 * with its own) is kept from success on, and closed by release.
 	 */
-	int (*create_rmb)(struct smc_conn *conn, unsigned int size_class, int memfd);
+	int (*create_rmb)(struct smc_conn *conn, unsigned int size_class, int memfd,
+			  int wake_fd);
 
 	/*
 	 * Attaches the peer's RMB as its Accept or Confirm described it
 	 * (peer_fd: for shared memory, the memfd behind the peer's token,
-	 * from smcrd's broker; -1 for a transport that needs none) and fills
-	 * in conn->peer_rmb_size.  After create_rmb.
+	 * from smcrd's broker, and peer_wake_fd its eventfd; -1 for a
+	 * transport that needs none) and fills in conn->peer_rmb_size.  After
+	 * create_rmb.  peer_wake_fd is kept from success on, as wake_fd.
 	 */
 	int (*attach_peer)(struct smc_conn *conn, const struct smc_clc_accept_confirm *peer,
-			   int peer_fd);
+			   int peer_fd, int peer_wake_fd);
 
 	/*
 	 * Copies len bytes from src into the peer's RMB at offset off, one
@@ -116,9 +120,24 @@ struct smc_transport_ops {
 	/*
 	 * Waits, with conn->lock released, until events() moves from since:
 	 * spins briefly, then sleeps.  timeout_ms < 0 waits for ever.  Returns
-	 * 0 (also spuriously: the caller looks again), -ETIMEDOUT or -EINTR.
+	 * 0 (also spuriously: the caller looks again), -ETIMEDOUT, -EINTR, or
+	 * -ENOTCONN when the TCP connection under conn (conn->sock) has
+	 * ended or failed: the peer is gone unless its CDCs said it closed.
 	 */
 	int (*wait)(struct smc_conn *conn, uint32_t since, int timeout_ms);
+
+	/*
+	 * For a caller that sleeps elsewhere (poll, epoll): the descriptor
+	 * that becomes readable when events() moves, once armed.
+	 */
+	int (*wake_fd)(struct smc_conn *conn);
+
+	/*
+	 * Arms wake_fd, first consuming what made it readable (signalled: the
+	 * caller saw it readable): false if events() already moved from
+	 * since, and the caller must not sleep.  Without the lock, like wait.
+	 */
+	bool (*arm)(struct smc_conn *conn, uint32_t since, bool signalled);
 
 	/* Ends every wait() on conn in this process (a local state change). */
 	void (*wake)(struct smc_conn *conn);
@@ -144,6 +163,7 @@ struct smc_conn {
 	const struct smc_transport_ops *ops;
 	void *priv;			/* the transport's */
 
+	int sock;			/* the TCP connection: its end is the peer's end */
 	uint32_t token;			/* ours: the peer puts it in every CDC it sends */
 	uint32_t peer_token;		/* the peer's: we put it in ours */
 	uint8_t *rmb;			/* our RMB, the ring the peer writes and we read */
@@ -182,6 +202,7 @@ static inline int smc_conn_init(struct smc_conn *conn, const struct smc_transpor
 {
 	memset(conn, 0, sizeof(*conn));
 	conn->ops = ops;
+	conn->sock = -1;
 	return -pthread_mutex_init(&conn->lock, NULL);
 }
 

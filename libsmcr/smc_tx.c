@@ -179,15 +179,25 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 	return sent ? (ssize_t)sent : rc;
 }
 
+bool smc_tx_writable_locked(struct smc_conn *conn)
+{
+	/* a send that would fail at once does not block either */
+	return smc_rx_cdc_fetch(conn) || tx_error(conn) || tx_room(conn) > 0;
+}
+
 bool smc_tx_writable(struct smc_conn *conn)
 {
 	bool writable;
 
 	pthread_mutex_lock(&conn->lock);
-	/* a send that would fail at once does not block either */
-	writable = smc_rx_cdc_fetch(conn) || tx_error(conn) || tx_room(conn) > 0;
+	writable = smc_tx_writable_locked(conn);
 	pthread_mutex_unlock(&conn->lock);
 	return writable;
+}
+
+uint32_t smc_tx_room_locked(struct smc_conn *conn)
+{
+	return tx_error(conn) ? 0 : tx_room(conn);
 }
 
 /* Adds close flags, announces them with whatever is corked, wakes our waiters. */

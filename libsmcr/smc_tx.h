@@ -36,6 +36,10 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 
 /* A send would not block: there is room, or it would fail at once (POLLOUT). */
 bool smc_tx_writable(struct smc_conn *conn);
+bool smc_tx_writable_locked(struct smc_conn *conn);	/* under conn->lock */
+
+/* Under conn->lock: bytes a send could write now without waiting. */
+uint32_t smc_tx_room_locked(struct smc_conn *conn);
 
 /* shutdown(SHUT_WR): the peer reads what was sent, then end of file. */
 int smc_tx_shutdown(struct smc_conn *conn);

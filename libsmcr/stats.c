@@ -127,11 +127,17 @@ size_t smcr_stats_format(char *buf, size_t size)
 	buf[0] = '\0';
 	append(buf, size, &used,
 	       "tcp: %llu listener, %llu client, %llu server connections; "
-	       "%llu bytes in, %llu out; smc: %llu client, %llu server negotiated",
+	       "%llu bytes in, %llu out; smc: %llu client, %llu server negotiated; "
+	       "shm: %llu client, %llu server, %llu B in, %llu B out",
 	       (unsigned long long)s.tcp_listeners, (unsigned long long)s.tcp_clients,
 	       (unsigned long long)s.tcp_servers, (unsigned long long)s.tcp_bytes_in,
 	       (unsigned long long)s.tcp_bytes_out, (unsigned long long)s.smc_clients,
-	       (unsigned long long)s.smc_servers);
+	       (unsigned long long)s.smc_servers, (unsigned long long)s.shm_clients,
+	       (unsigned long long)s.shm_servers, (unsigned long long)s.shm_bytes_in,
+	       (unsigned long long)s.shm_bytes_out);
+	if (s.handshake_errors)
+		append(buf, size, &used, "; handshake errors: %llu",
+		       (unsigned long long)s.handshake_errors);
 	for (unsigned int r = 1; r < SMCR_REASON_COUNT; r++) {
 		if (!s.fallbacks[r])
 			continue;

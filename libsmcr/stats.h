@@ -19,7 +19,7 @@
 #include "reason.h"
 
 /* Bumped whenever struct smcr_stats changes: smcrd refuses other layouts. */
-#define SMCR_STATS_LAYOUT 1
+#define SMCR_STATS_LAYOUT 2
 
 /* The scalar counters, each only ever growing; fallbacks[] follows them. */
 #define SMCR_STATS_COUNTERS(X)                                                      \
@@ -27,10 +27,16 @@
 	X(tcp_clients)      /* connect() started on a TCP socket */                 \
 	X(tcp_servers)      /* accept() returned a TCP socket */                    \
 	X(tcp_closed)       /* close() of a TCP connection's descriptor (a dup too) */ \
-	X(tcp_bytes_in)     /* received on TCP sockets */                           \
-	X(tcp_bytes_out)    /* sent on TCP sockets */                               \
+	X(tcp_bytes_in)     /* received through TCP sockets */                      \
+	X(tcp_bytes_out)    /* sent through TCP sockets */                          \
 	X(smc_clients)      /* connect()s whose handshake negotiated SMC */         \
-	X(smc_servers)      /* accept()s whose handshake negotiated SMC */
+	X(smc_servers)      /* accept()s whose handshake negotiated SMC */           \
+	X(shm_clients)      /* client connections that went on over shared memory */ \
+	X(shm_servers)      /* server connections that went on over shared memory */ \
+	X(shm_closed)       /* shared-memory connections closed */                  \
+	X(shm_bytes_in)     /* received over shared memory */                       \
+	X(shm_bytes_out)    /* sent over shared memory */                           \
+	X(handshake_errors) /* CLC exchanges that failed half-way: connection reset */
 
 #define SMCR_STATS_ATOMIC(name) _Atomic uint64_t name;
 #define SMCR_STATS_PLAIN(name) uint64_t name;

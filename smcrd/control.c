@@ -209,16 +209,16 @@ static bool grant(struct smcrd_control *ctl, struct smcrd_client *c, uint64_t by
 	return true;
 }
 
-/* in: the TCP socket, the memfd.  Checks, charges and records the offer. */
+/* in: the TCP socket, the memfd, the eventfd.  Checks, charges and records the offer. */
 static void offer(struct smcrd_control *ctl, struct smcrd_client *c, struct smcr_control_msg *m,
 		  const int *in, uint64_t limit)
 {
 	struct smcrd_shm_offer o;
 
-	m->result = smcrd_shm_check(&o, in[0], in[1], m->bytes, m->text, sizeof(m->text));
+	m->result = smcrd_shm_check(&o, in[0], in[1], in[2], m->bytes, m->text, sizeof(m->text));
 	if (m->result || !grant(ctl, c, o.bytes, limit, m))
 		return;
-	m->result = smcrd_shm_add(&ctl->shm, &o, in[1], c->id, &m->token);
+	m->result = smcrd_shm_add(&ctl->shm, &o, in[1], in[2], c->id, &m->token);
 	if (!m->result)
 		c->offered += o.bytes;
 	if (m->result) {
@@ -231,11 +231,14 @@ static void offer(struct smcrd_control *ctl, struct smcrd_client *c, struct smcr
 		  c->comm, (unsigned long long)o.bytes, (unsigned long long)m->token);
 }
 
-/* in: the TCP socket.  *memfd: the buffer to send, if the socket proves the peer. */
+/*
+ * in: the TCP socket.  fds: the buffer and the owner's eventfd to send, if
+ * the socket proves the peer.
+ */
 static void attach(struct smcrd_control *ctl, const struct smcrd_client *c,
-		   struct smcr_control_msg *m, int sock, int *memfd)
+		   struct smcr_control_msg *m, int sock, int fds[2])
 {
-	m->result = smcrd_shm_attach(&ctl->shm, m->token, sock, memfd);
+	m->result = smcrd_shm_attach(&ctl->shm, m->token, sock, &fds[0], &fds[1]);
 	if (m->result) {
 		/* The reason stays here: the asker may be probing (see shm_broker.c). */
 		snprintf(m->text, sizeof(m->text), "no such buffer for this connection");
@@ -344,7 +347,7 @@ static bool all_arrived(struct smcr_control_msg *m, bool short_of_fds)
  */
 static bool fds_fit(uint16_t type, size_t nin, bool cut, bool *short_of_fds)
 {
-	size_t want = type == SMCR_CONTROL_OFFER ? 2 :
+	size_t want = type == SMCR_CONTROL_OFFER ? 3 :
 		      type == SMCR_CONTROL_ATTACH || type == SMCR_CONTROL_REGISTER ? 1 : 0;
 	size_t least = type == SMCR_CONTROL_REGISTER ? 0 : want;   /* its region is optional */
 
@@ -432,8 +435,8 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 	case SMCR_CONTROL_ATTACH:
 		c->registered = true;
 		if (all_arrived(m, short_of_fds))
-			attach(ctl, c, m, in[0], &fds[0]);
-		nfds = m->result == 0;
+			attach(ctl, c, m, in[0], fds);
+		nfds = m->result == 0 ? 2 : 0;
 		break;
 	case SMCR_CONTROL_WITHDRAW:
 		withdrawn = smcrd_shm_withdraw(&ctl->shm, c->id, m->token);

@@ -29,16 +29,22 @@
  * What the peer gets.  A memfd sealed against shrinking, growing and further
  * sealing, so the owner cannot pull pages from under the peer's mapping
  * (SIGBUS), and not sealed against writing, so the peer can map it writable.
- * It is handed over once: after that we hold nothing but the token, owner
- * and size, so that the grant stays charged until the owner withdraws or
- * goes.
+ * With it, the owner's eventfd, which the peer writes 8 bytes into to wake
+ * the owner.  The peer writes whatever descriptor we hand over without
+ * looking, so it must be an eventfd, which only counts: a file, pipe,
+ * socket or device written by the peer could stall it (a full pipe, a FUSE
+ * file), kill it (SIGPIPE) or act with the peer's rights (some kernel files
+ * check the writer's credentials at write time), making the peer do what
+ * the owner may not.  Both are handed over once: after that we hold nothing
+ * but the token, owner and size, so that the grant stays charged until the
+ * owner withdraws or goes.
  *
  * How much we hold.  Offers live in one array searched linearly: one entry
  * per shared-memory connection on the host, touched at connection setup and
  * close only.  Buffers are whole pages charged against max_memory, which
- * bounds the entries; those still waiting for their peer hold a descriptor
- * each and are capped (max_pending), so that smcrd keeps descriptors to
- * serve its clients.
+ * bounds the entries; those still waiting for their peer hold two
+ * descriptors each (memfd, eventfd) and are capped (max_pending), so that
+ * smcrd keeps descriptors to serve its clients.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -57,7 +63,9 @@
 
 #define SEALS_REQUIRED (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 #define SEALS_FORBIDDEN (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)
+#define EVENTFD_LINK "anon_inode:[eventfd]"
 #define MAX_PENDING 4096
+#define PENDING_FDS 2                   /* a waiting offer holds its memfd and its eventfd */
 
 void smcrd_shm_broker_init(struct smcrd_shm_broker *b)
 {
@@ -68,8 +76,8 @@ void smcrd_shm_broker_init(struct smcrd_shm_broker *b)
 	 * A buffer waits one round trip, so a few thousand is plenty for a host.
 	 */
 	*b = (struct smcrd_shm_broker){ .max_pending = MAX_PENDING };
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 2 < MAX_PENDING)
-		b->max_pending = rl.rlim_cur / 2;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 2 / PENDING_FDS < MAX_PENDING)
+		b->max_pending = rl.rlim_cur / 2 / PENDING_FDS;
 }
 
 static void forget(struct smcrd_shm_broker *b, size_t i)
@@ -78,6 +86,7 @@ static void forget(struct smcrd_shm_broker *b, size_t i)
 
 	if (o->memfd >= 0) {
 		close(o->memfd);
+		close(o->efd);
 		b->pending--;
 	}
 	b->offers[i] = b->offers[--b->n];
@@ -191,11 +200,33 @@ static int check_memfd(int memfd, uint64_t bytes, char *why, size_t size)
 	return 0;
 }
 
-int smcrd_shm_check(struct smcrd_shm_offer *o, int sock, int memfd, uint64_t bytes, char *why,
-		    size_t size)
+/*
+ * Whether efd is an eventfd (why the peer's writes must go to nothing else:
+ * at the top).  The link is the kernel's name for the file, not one a
+ * process chooses: a path in a file system begins with '/', and of the
+ * anonymous files only eventfd()'s is named so.  Nor does readlink ask any
+ * file system (check_memfd says why that matters).
+ */
+static int check_eventfd(int efd, char *why, size_t size)
 {
-	*o = (struct smcrd_shm_offer){ .bytes = bytes, .memfd = -1 };
+	char path[64], link[sizeof(EVENTFD_LINK)];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", efd);
+	ssize_t n = readlink(path, link, sizeof(link));
+	if (n != (ssize_t)strlen(EVENTFD_LINK) || memcmp(link, EVENTFD_LINK, (size_t)n)) {
+		snprintf(why, size, "the wake-up descriptor is not an eventfd");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int smcrd_shm_check(struct smcrd_shm_offer *o, int sock, int memfd, int efd, uint64_t bytes,
+		    char *why, size_t size)
+{
+	*o = (struct smcrd_shm_offer){ .bytes = bytes, .memfd = -1, .efd = -1 };
 	int rc = check_memfd(memfd, bytes, why, size);
+	if (!rc)
+		rc = check_eventfd(efd, why, size);
 	return rc ? rc : read_conn(sock, &o->conn, why, size);
 }
 
@@ -218,7 +249,7 @@ static int new_token(struct smcrd_shm_broker *b, uint64_t *token)
 }
 
 int smcrd_shm_add(struct smcrd_shm_broker *b, const struct smcrd_shm_offer *o, int memfd,
-		  uint64_t owner, uint64_t *token)
+		  int efd, uint64_t owner, uint64_t *token)
 {
 	if (b->pending >= b->max_pending)
 		return -EMFILE;
@@ -233,14 +264,21 @@ int smcrd_shm_add(struct smcrd_shm_broker *b, const struct smcrd_shm_offer *o, i
 	int rc = new_token(b, token);
 	if (rc)
 		return rc;
-	int copy = fcntl(memfd, F_DUPFD_CLOEXEC, 0);
-	if (copy < 0)
+	int mem_copy = fcntl(memfd, F_DUPFD_CLOEXEC, 0);
+	if (mem_copy < 0)
 		return -errno;
+	int efd_copy = fcntl(efd, F_DUPFD_CLOEXEC, 0);
+	if (efd_copy < 0) {
+		rc = -errno;
+		close(mem_copy);
+		return rc;
+	}
 	struct smcrd_shm_offer *slot = &b->offers[b->n++];
 	*slot = *o;
 	slot->token = *token;
 	slot->owner = owner;
-	slot->memfd = copy;
+	slot->memfd = mem_copy;
+	slot->efd = efd_copy;
 	b->pending++;
 	return 0;
 }
@@ -252,7 +290,8 @@ static bool is_peer(const struct smcrd_shm_offer *o, const struct smcrd_shm_conn
 	       same_addr(&c->local, &o->conn.peer) && same_addr(&c->peer, &o->conn.local);
 }
 
-int smcrd_shm_attach(struct smcrd_shm_broker *b, uint64_t token, int sock, int *memfd)
+int smcrd_shm_attach(struct smcrd_shm_broker *b, uint64_t token, int sock, int *memfd,
+		     int *efd)
 {
 	struct smcrd_shm_offer *o = find(b, token);
 	struct smcrd_shm_conn c;
@@ -261,7 +300,8 @@ int smcrd_shm_attach(struct smcrd_shm_broker *b, uint64_t token, int sock, int *
 	if (!o || o->memfd < 0 || read_conn(sock, &c, why, sizeof(why)) || !is_peer(o, &c))
 		return -EACCES;
 	*memfd = o->memfd;
-	o->memfd = -1;
+	*efd = o->efd;
+	o->memfd = o->efd = -1;
 	b->pending--;
 	return 0;
 }

@@ -220,6 +220,9 @@ static void print_stats_text(const struct smcr_control_stats *st)
 	printf("  TCP listeners:                %llu\n", (unsigned long long)c->tcp_listeners);
 	printf("  SMC negotiated, client:       %llu\n", (unsigned long long)c->smc_clients);
 	printf("  SMC negotiated, server:       %llu\n", (unsigned long long)c->smc_servers);
+	printf("  On shared memory, client:     %llu\n", (unsigned long long)c->shm_clients);
+	printf("  On shared memory, server:     %llu\n", (unsigned long long)c->shm_servers);
+	printf("  Handshake errors (reset):     %llu\n", (unsigned long long)c->handshake_errors);
 	printf("  Fallbacks to TCP:             %llu\n", (unsigned long long)fallbacks_total(c));
 	for (unsigned int i = 0; i < n && i < TOP_REASONS; i++)
 		printf("    %s (0x%08x): %llu\n", smcr_reason_name(order[i]),
@@ -227,9 +230,11 @@ static void print_stats_text(const struct smcr_control_stats *st)
 	printf("  Open now (estimate):          %llu\n", (unsigned long long)st->connections);
 	printf("  Open at most (sampled):       %llu\n",
 	       (unsigned long long)st->peak_connections);
-	printf("\nData (bytes of TCP connections through libsmcr, SMC or not):\n");
-	printf("  Bytes in:                     %llu\n", (unsigned long long)c->tcp_bytes_in);
-	printf("  Bytes out:                    %llu\n", (unsigned long long)c->tcp_bytes_out);
+	printf("\nData (bytes of the connections libsmcr saw):\n");
+	printf("  Bytes in through TCP:         %llu\n", (unsigned long long)c->tcp_bytes_in);
+	printf("  Bytes out through TCP:        %llu\n", (unsigned long long)c->tcp_bytes_out);
+	printf("  Bytes in over shm:            %llu\n", (unsigned long long)c->shm_bytes_in);
+	printf("  Bytes out over shm:           %llu\n", (unsigned long long)c->shm_bytes_out);
 	printf("\nMemory (SMC buffers):\n");
 	printf("  In use:                       %.1f MiB\n", st->head.bytes / mib);
 	printf("  Peak:                         %.1f MiB\n", st->peak_memory / mib);
@@ -247,21 +252,25 @@ static void print_stats_json(const struct smcr_control_stats *st)
 
 	printf("{\"since\": %lld, \"connections\": {\"tcp_clients\": %llu, "
 	       "\"tcp_servers\": %llu, \"tcp_listeners\": %llu, \"smc_clients\": %llu, "
-	       "\"smc_servers\": %llu, \"fallbacks\": %llu, \"fallback_reasons\": [",
+	       "\"smc_servers\": %llu, \"shm_clients\": %llu, \"shm_servers\": %llu, "
+	       "\"handshake_errors\": %llu, \"fallbacks\": %llu, \"fallback_reasons\": [",
 	       (long long)st->since, (unsigned long long)c->tcp_clients,
 	       (unsigned long long)c->tcp_servers, (unsigned long long)c->tcp_listeners,
 	       (unsigned long long)c->smc_clients, (unsigned long long)c->smc_servers,
-	       (unsigned long long)fallbacks_total(c));
+	       (unsigned long long)c->shm_clients, (unsigned long long)c->shm_servers,
+	       (unsigned long long)c->handshake_errors, (unsigned long long)fallbacks_total(c));
 	for (unsigned int i = 0; i < n; i++)    /* names are [A-Z_]: nothing to escape */
 		printf("%s{\"name\": \"%s\", \"code\": \"0x%08x\", \"count\": %llu}",
 		       i ? ", " : "", smcr_reason_name(order[i]), smcr_reason_code(order[i]),
 		       (unsigned long long)c->fallbacks[order[i]]);
 	printf("], \"open\": %llu, \"open_peak\": %llu}, "
-	       "\"data\": {\"tcp_bytes_in\": %llu, \"tcp_bytes_out\": %llu}, "
+	       "\"data\": {\"tcp_bytes_in\": %llu, \"tcp_bytes_out\": %llu, "
+	       "\"shm_bytes_in\": %llu, \"shm_bytes_out\": %llu}, "
 	       "\"memory\": {\"in_use\": %llu, \"peak\": %llu, \"max_memory\": %llu}, "
 	       "\"processes\": {\"registered\": %llu, \"exited\": %llu}}\n",
 	       (unsigned long long)st->connections, (unsigned long long)st->peak_connections,
 	       (unsigned long long)c->tcp_bytes_in, (unsigned long long)c->tcp_bytes_out,
+	       (unsigned long long)c->shm_bytes_in, (unsigned long long)c->shm_bytes_out,
 	       (unsigned long long)st->head.bytes, (unsigned long long)st->peak_memory,
 	       (unsigned long long)st->head.limit, (unsigned long long)st->processes,
 	       (unsigned long long)st->exited);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -125,10 +126,10 @@ static void stream_client(struct end *e, uint64_t bytes, const char *name)
 }
 
 /* The ring's two ends, set up in each process as after a CLC exchange. */
-static void ring_end(struct end *e, int sync, int own_fd, int peer_fd, unsigned int size_class,
-		     uint32_t token, uint32_t peer_token)
+static void ring_end(struct end *e, int sync, const int own[2], const int peer[2],
+		     unsigned int size_class, uint32_t token, uint32_t peer_token)
 {
-	struct smc_clc_accept_confirm peer = {
+	struct smc_clc_accept_confirm desc = {
 		.smc_type = SMC_TYPE_D,
 		.d = { .dmbe_size = (uint8_t)size_class },
 	};
@@ -136,11 +137,11 @@ static void ring_end(struct end *e, int sync, int own_fd, int peer_fd, unsigned 
 
 	e->conn = malloc(sizeof(*e->conn));
 	if (!e->conn || smc_conn_init(e->conn, &smc_shm_ops) ||
-	    e->conn->ops->create_rmb(e->conn, size_class, own_fd))
+	    e->conn->ops->create_rmb(e->conn, size_class, own[0], dup(own[1])))
 		die("create_rmb");
 	if (write(sync, &c, 1) != 1 || read(sync, &c, 1) != 1)
 		die("sync");
-	if (e->conn->ops->attach_peer(e->conn, &peer, peer_fd))
+	if (e->conn->ops->attach_peer(e->conn, &desc, peer[0], dup(peer[1])))
 		die("attach_peer");
 	e->conn->token = token;
 	e->conn->peer_token = peer_token;
@@ -171,13 +172,16 @@ static void run(bool ring, unsigned int size_class, long rounds, uint64_t bytes)
 {
 	const char *name = ring ? "ring" : "tcp";
 	struct end e = { .fd = -1 };
-	int mem[2] = { -1, -1 }, sync[2], tcp[2] = { -1, -1 };
+	int end0[2] = { -1, -1 }, end1[2] = { -1, -1 };	/* memfd, eventfd */
+	int sync[2], tcp[2] = { -1, -1 };
 	pid_t pid;
 
 	if (ring) {
-		mem[0] = smcr_shm_memfd(smc_shm_region_size(size_class));
-		mem[1] = smcr_shm_memfd(smc_shm_region_size(size_class));
-		if (mem[0] < 0 || mem[1] < 0)
+		end0[0] = smcr_shm_memfd(smc_shm_region_size(size_class));
+		end1[0] = smcr_shm_memfd(smc_shm_region_size(size_class));
+		end0[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		end1[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (end0[0] < 0 || end1[0] < 0 || end0[1] < 0 || end1[1] < 0)
 			die("smcr_shm_memfd");
 	} else {
 		tcp_pair(tcp);
@@ -189,7 +193,7 @@ static void run(bool ring, unsigned int size_class, long rounds, uint64_t bytes)
 		die("fork");
 	if (pid == 0) {
 		if (ring)
-			ring_end(&e, sync[1], mem[1], mem[0], size_class, 2, 1);
+			ring_end(&e, sync[1], end1, end0, size_class, 2, 1);
 		else
 			e.fd = tcp[1];
 		pingpong_server(&e, rounds);
@@ -197,7 +201,7 @@ static void run(bool ring, unsigned int size_class, long rounds, uint64_t bytes)
 		_exit(0);
 	}
 	if (ring)
-		ring_end(&e, sync[0], mem[0], mem[1], size_class, 1, 2);
+		ring_end(&e, sync[0], end0, end1, size_class, 1, 2);
 	else
 		e.fd = tcp[0];
 	pingpong_client(&e, rounds, name);
@@ -206,8 +210,10 @@ static void run(bool ring, unsigned int size_class, long rounds, uint64_t bytes)
 	if (ring) {
 		smc_conn_destroy(e.conn);
 		free(e.conn);
-		close(mem[0]);
-		close(mem[1]);
+		for (int i = 0; i < 2; i++) {
+			close(end0[i]);
+			close(end1[i]);
+		}
 	} else {
 		close(tcp[0]);
 		close(tcp[1]);

@@ -19,6 +19,7 @@
 #   wait_for FILE PATTERN, capture FILE FILTER, option_on_wire FILE PORT
 #                      (packet captures: see below)
 #   libsmcr_saw NAME MODE PROG SERVER_PID N   what libsmcr counted (see below)
+#   stats_counter NAME  one counter of `smcrctl stats --json` (see below)
 #   pass MSG / fail MSG / finish
 set -u
 BUILD=$(cd "${1:?usage: $0 BUILD_DIR}" && pwd)
@@ -154,6 +155,24 @@ libsmcr_saw() {
 	read -r s_lis _ s_srv s_in s_out <<< "$(summary "$serr" "$prog" "$srv")"
 	expect_eq "$name: libsmcr summaries (client connections, listeners, server connections)" \
 		"${c_cli:-none} ${s_lis:-none} ${s_srv:-none}" "$n 1 $n"
+}
+
+# stats_counter NAME: the counter NAME of `smcrctl stats --json` (of the smcrd
+# at $SMCR_RUNDIR), wherever it sits in the object; "none" if it has none.
+stats_counter() {
+	"$BIN/smcrctl" stats --json | "$PY" -c '
+import json, sys
+def find(o):
+    if isinstance(o, dict):
+        if sys.argv[1] in o:
+            return o[sys.argv[1]]
+        for v in o.values():
+            found = find(v)
+            if found is not None:
+                return found
+    return None
+found = find(json.load(sys.stdin))
+print("none" if found is None else found)' "$1"
 }
 
 # expect_at_least WHAT ACTUAL MIN

@@ -91,8 +91,8 @@ expect_eq "json: PEERNOSMC" "$(reason PEERNOSMC)" 2
 expect_eq "json: POLICY" "$(reason POLICY)" 2
 expect_eq "json: POLICY code" "$(json "[r['code'] for r in j['connections']['fallback_reasons'] if r['name'] == 'POLICY'][0]")" 0x03000200
 # The plain curls' bytes were seen by the server only; the rest by both ends.
-IN=$(json "j['data']['tcp_bytes_in']")
-OUT=$(json "j['data']['tcp_bytes_out']")
+IN=$(json "j['data']['tcp_bytes_in'] + j['data']['shm_bytes_in']")
+OUT=$(json "j['data']['tcp_bytes_out'] + j['data']['shm_bytes_out']")
 expect_at_least "bytes out" "$OUT" $(((N + 3) * 200000))
 PLAIN=$((OUT - IN))             # what the server sent the plain curls, less their requests
 expect_at_least "bytes to plain curls" "$PLAIN" $((2 * 200000))
@@ -107,7 +107,7 @@ fi
 "$BIN/smcrctl" stats -r | grep -qE "SMC negotiated, client: +$SMC1\$" && pass "-r prints before it resets" ||
 	fail "-r did not print the statistics"
 expect_eq "after -r: everything zero" \
-	"$(json "sum(j['connections'][k] for k in ('tcp_clients', 'tcp_servers', 'smc_clients', 'smc_servers', 'fallbacks')) + j['data']['tcp_bytes_in'] + j['data']['tcp_bytes_out'] + j['processes']['exited']")" 0
+	"$(json "sum(j['connections'][k] for k in ('tcp_clients', 'tcp_servers', 'smc_clients', 'smc_servers', 'fallbacks')) + sum(j['data'].values()) + j['processes']['exited']")" 0
 
 # Second batch: exact again, counted from the reset.
 SUM=0
@@ -120,7 +120,7 @@ expect_eq "batch 2: SMC negotiated client, server" \
 	"$(json "(j['connections']['smc_clients'], j['connections']['smc_servers'])")" "($N, $N)"
 expect_eq "batch 2: TCP clients, servers" "$(json "(j['connections']['tcp_clients'], j['connections']['tcp_servers'])")" "($N, $N)"
 expect_eq "batch 2: bytes in == out == what the curls saw" \
-	"$(json "(j['data']['tcp_bytes_in'], j['data']['tcp_bytes_out'])")" "($SUM, $SUM)"
+	"$(json "(j['data']['tcp_bytes_in'] + j['data']['shm_bytes_in'], j['data']['tcp_bytes_out'] + j['data']['shm_bytes_out'])")" "($SUM, $SUM)"
 expect_eq "batch 2: exited processes" "$(json "j['processes']['exited']")" $((N + 1))
 
 # socat fork: the parent accepts, a child per connection echoes; each child
@@ -140,7 +140,7 @@ expect_eq "socat: TCP servers (parent's accepts), clients" \
 	"$(json "(j['connections']['tcp_servers'], j['connections']['tcp_clients'])")" "($N, $N)"
 expect_eq "socat: outcomes as the ends recorded them" "$(counted)" "$(outcomes)"
 expect_eq "socat: bytes in, out (6 each way per connection, children's once)" \
-	"$(json "(j['data']['tcp_bytes_in'], j['data']['tcp_bytes_out'])")" "($((12 * N)), $((12 * N)))"
+	"$(json "(j['data']['tcp_bytes_in'] + j['data']['shm_bytes_in'], j['data']['tcp_bytes_out'] + j['data']['shm_bytes_out'])")" "($((12 * N)), $((12 * N)))"
 expect_eq "socat: registered now (the listener)" "$(json "j['processes']['registered']")" 1
 stop_bg "$SOCAT" TERM
 finish

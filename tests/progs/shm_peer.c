@@ -5,8 +5,10 @@
  *
  *   shm_peer pair ADDR BYTES  two processes at the ends of one connection
  *            (ADDR 127.0.0.1, ::1, or "mapped": an IPv6 server, IPv4 client)
- *            each offer BYTES and attach the other's offer; what one writes
- *            the other must see; a third process, the wrong token, a
+ *            each offer BYTES with an eventfd and attach the other's offer;
+ *            what one writes the other must see, and what one writes to the
+ *            eventfd it attached the other must read from its own; a third
+ *            process, the wrong token, a
  *            process's own end and sockets mimicking the connection (UDP,
  *            another network namespace, a forged port) must all be refused.
  *            Then prints "holding" and waits for SIGUSR1; withdraws both
@@ -15,8 +17,9 @@
  *            "offerer PID" and waits to be killed; on SIGUSR1 the parent,
  *            the peer, tries to attach (it must be refused: the offer died
  *            with its owner).
- *   shm_peer bad BYTES  offers that smcrd must refuse, BYTES beyond max_memory;
- *            a socket connected to itself attaching its own offer.
+ *   shm_peer bad BYTES  offers that smcrd must refuse (bad sockets, bad memfds,
+ *            wake-up descriptors that are not eventfds), BYTES beyond
+ *            max_memory; a socket connected to itself attaching its own offer.
  *   shm_peer junk  malformed requests carrying descriptors, straight to
  *            smcrd's socket: each gets the connection closed.
  *
@@ -37,6 +40,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -86,12 +91,16 @@ static void die(const char *what)
 /* The impostor's attempt: anything but EACCES is a failure. */
 static void expect_refused(int sock, uint64_t token, const char *what)
 {
-	int memfd;
-	int rc = smcr_shm_attach(sock, token, &memfd);
+	int memfd, efd;
+	int rc = smcr_shm_attach(sock, token, &memfd, &efd);
 
-	if (rc == 0)
+	if (rc == 0) {
 		close(memfd);
+		close(efd);
+	}
 	expect_rc(rc, -EACCES, what);
+	if (rc && (memfd != -1 || efd != -1))
+		check(false, "%s: a refused attach left descriptors %d %d", what, memfd, efd);
 }
 
 static void xsend(int fd, const void *buf, size_t n)
@@ -227,9 +236,23 @@ struct end {
 	uint64_t token, peer_token;     /* its own offer, the other end's */
 	uint8_t *rmb;                   /* its own buffer, which the peer writes */
 	uint8_t *peer_rmb;              /* the other end's buffer, attached */
+	int efd;                        /* its own eventfd, which the peer writes */
+	int peer_efd;                   /* the other end's eventfd, attached */
 };
 
-/* memfd of bytes, mapped; offered to sock's peer. */
+/* A new eventfd from smcr_shm_eventfd, or the test dies. */
+static int new_eventfd(void)
+{
+	int efd = smcr_shm_eventfd();
+
+	if (efd < 0) {
+		errno = -efd;
+		die("smcr_shm_eventfd");
+	}
+	return efd;
+}
+
+/* memfd of bytes, mapped, and an eventfd; offered to sock's peer. */
 static void offer_rmb(struct end *e)
 {
 	int memfd = smcr_shm_memfd(e->bytes);
@@ -239,7 +262,8 @@ static void offer_rmb(struct end *e)
 		die("smcr_shm_memfd");
 	}
 	e->rmb = map(memfd, e->bytes);
-	int rc = smcr_shm_offer(e->sock, memfd, e->bytes, &e->token);
+	e->efd = new_eventfd();
+	int rc = smcr_shm_offer(e->sock, memfd, e->bytes, e->efd, &e->token);
 	close(memfd);                   /* the mapping and smcrd's copy keep it */
 	char what[64];
 	snprintf(what, sizeof(what), "%s offers its buffer", e->name);
@@ -250,12 +274,18 @@ static void offer_rmb(struct end *e)
 	xrecv(e->sock, &e->peer_token, sizeof(e->peer_token));
 }
 
+static bool cloexec(int fd)
+{
+	int flags = fcntl(fd, F_GETFD);
+	return flags >= 0 && (flags & FD_CLOEXEC);
+}
+
 static void attach_peer(struct end *e)
 {
 	char what[64];
 	struct stat st;
 	int memfd;
-	int rc = smcr_shm_attach(e->sock, e->peer_token, &memfd);
+	int rc = smcr_shm_attach(e->sock, e->peer_token, &memfd, &e->peer_efd);
 
 	snprintf(what, sizeof(what), "%s attaches the other end's buffer", e->name);
 	expect_rc(rc, 0, what);
@@ -263,8 +293,33 @@ static void attach_peer(struct end *e)
 		exit(1);
 	check(fstat(memfd, &st) == 0 && (uint64_t)st.st_size == e->bytes,
 	      "%s: the attached buffer has the offered size", e->name);
+	check(cloexec(memfd) && cloexec(e->peer_efd),
+	      "%s: the attached memfd and eventfd are close-on-exec", e->name);
 	e->peer_rmb = map(memfd, e->bytes);
 	close(memfd);
+}
+
+/*
+ * Wakes the other end through the eventfd we attached; reads our own, which
+ * the other end attached: the value it wrote proves that the eventfd smcrd
+ * handed over is the very one offered.
+ */
+static void exchange_wakeups(struct end *e, uint8_t seed, uint8_t peer_seed)
+{
+	uint64_t wake = 0x1000 + seed, got = 0;
+	char c = 'w';
+
+	check(write(e->peer_efd, &wake, sizeof(wake)) == sizeof(wake),
+	      "%s writes the other end's eventfd", e->name);
+	xsend(e->sock, &c, 1);          /* "woken": after the write, so the value is there */
+	xrecv(e->sock, &c, 1);
+	ssize_t n = read(e->efd, &got, sizeof(got));
+	check(n == sizeof(got) && got == 0x1000 + (uint64_t)peer_seed,
+	      "%s reads from its own eventfd what the other end wrote (0x%llx)", e->name,
+	      (unsigned long long)got);
+	check(read(e->efd, &got, sizeof(got)) < 0 && errno == EAGAIN,
+	      "%s: its eventfd is empty again, and non-blocking", e->name);
+	close(e->peer_efd);
 }
 
 /* Writes seed's pattern into the peer's buffer; checks the peer's in ours. */
@@ -391,6 +446,7 @@ static int run_pair(const char *addr, uint64_t bytes, const sigset_t *usr1)
 		xrecv(client, &c, 1);           /* the impostor has had its go */
 		attach_peer(&e);
 		exchange_data(&e, 0x5c, 0xa3);
+		exchange_wakeups(&e, 0x5c, 0xa3);
 		expect_refused(client, e.peer_token, "attaching the same buffer a second time");
 		xrecv(client, &c, 1);           /* withdraw */
 		smcr_shm_withdraw(e.token);
@@ -418,6 +474,7 @@ static int run_pair(const char *addr, uint64_t bytes, const sigset_t *usr1)
 	xsend(server, &c, 1);
 	attach_peer(&e);
 	exchange_data(&e, 0xa3, 0x5c);
+	exchange_wakeups(&e, 0xa3, 0x5c);
 	printf("holding\n");
 	fflush(stdout);
 	wait_usr1(usr1);
@@ -443,9 +500,9 @@ static int run_orphan(uint64_t bytes, const sigset_t *usr1)
 	if (child < 0)
 		die("fork");
 	if (child == 0) {
-		int memfd = smcr_shm_memfd(bytes);
+		int memfd = smcr_shm_memfd(bytes), efd = new_eventfd();
 		close(server);
-		expect_rc(memfd < 0 ? memfd : smcr_shm_offer(client, memfd, bytes, &token), 0,
+		expect_rc(memfd < 0 ? memfd : smcr_shm_offer(client, memfd, bytes, efd, &token), 0,
 			  "the offerer offers its buffer");
 		xsend(client, &token, sizeof(token));
 		printf("offerer %d\n", (int)getpid());
@@ -470,12 +527,19 @@ static int sealed_memfd(uint64_t size, unsigned int seals)
 	return fd;
 }
 
-static void expect_offer(int sock, int memfd, uint64_t bytes, int want, const char *what)
+/* Offers memfd with efd as the wake-up descriptor; closes both. */
+static void offer_with(int sock, int memfd, uint64_t bytes, int efd, int want, const char *what)
 {
 	uint64_t token;
 
-	expect_rc(smcr_shm_offer(sock, memfd, bytes, &token), want, what);
+	expect_rc(smcr_shm_offer(sock, memfd, bytes, efd, &token), want, what);
 	close(memfd);
+	close(efd);
+}
+
+static void expect_offer(int sock, int memfd, uint64_t bytes, int want, const char *what)
+{
+	offer_with(sock, memfd, bytes, new_eventfd(), want, what);
 }
 
 static int run_bad(uint64_t beyond)
@@ -516,6 +580,29 @@ static int run_bad(uint64_t beyond)
 	int fresh = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	expect_offer(fresh, sealed_memfd(bytes, fixed), bytes, -EINVAL,
 		     "an unconnected TCP socket");
+
+	/* The peer will write 8 bytes into the wake-up descriptor: an eventfd, nothing else. */
+	int pipefd[2];
+	if (pipe2(pipefd, O_CLOEXEC))
+		die("pipe");
+	offer_with(client, smcr_shm_memfd(bytes), bytes, pipefd[1], -EINVAL,
+		   "a pipe as the wake-up descriptor");
+	close(pipefd[0]);
+	char name[] = "/tmp/shm_peer.XXXXXX";
+	file = mkostemp(name, O_CLOEXEC);
+	if (file < 0)
+		die("a regular file");
+	unlink(name);
+	offer_with(client, smcr_shm_memfd(bytes), bytes, file, -EINVAL,
+		   "a regular file as the wake-up descriptor");
+	int epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (epfd < 0)
+		die("epoll_create1");
+	offer_with(client, smcr_shm_memfd(bytes), bytes, epfd, -EINVAL,
+		   "an epoll descriptor (anonymous, not an eventfd) as the wake-up descriptor");
+	offer_with(client, smcr_shm_memfd(bytes), bytes, smcr_shm_memfd(bytes), -EINVAL,
+		   "a memfd as the wake-up descriptor");
+
 	expect_offer(client, sealed_memfd(beyond, fixed), beyond, -ENOMEM,
 		     "an offer beyond max_memory");
 	expect_offer(client, smcr_shm_memfd(bytes), bytes, 0, "a good offer after all that");
@@ -530,9 +617,11 @@ static int run_bad(uint64_t beyond)
 	if (connect(self, (struct sockaddr *)&ss, len))
 		die("a TCP socket connected to itself");
 	memfd = smcr_shm_memfd(bytes);
-	expect_rc(smcr_shm_offer(self, memfd, bytes, &token), 0,
+	int efd = new_eventfd();
+	expect_rc(smcr_shm_offer(self, memfd, bytes, efd, &token), 0,
 		  "an offer on a socket connected to itself");
 	close(memfd);
+	close(efd);
 	expect_refused(self, token, "that socket attaching its own offer");
 	return failures ? 1 : 0;
 }
@@ -578,8 +667,9 @@ static int run_junk(void)
 		{ SMCR_CONTROL_GRANT, 1, "a GRANT carrying a descriptor" },
 		{ SMCR_CONTROL_STATUS, 2, "a STATUS carrying two" },
 		{ SMCR_CONTROL_WITHDRAW, 1, "a WITHDRAW carrying one" },
-		{ SMCR_CONTROL_OFFER, 1, "an OFFER carrying one descriptor, not two" },
-		{ SMCR_CONTROL_OFFER, 3, "an OFFER carrying three" },
+		{ SMCR_CONTROL_OFFER, 1, "an OFFER carrying one descriptor, not three" },
+		{ SMCR_CONTROL_OFFER, 2, "an OFFER carrying two" },
+		{ SMCR_CONTROL_OFFER, 4, "an OFFER carrying four" },
 		{ SMCR_CONTROL_ATTACH, 0, "an ATTACH carrying none" },
 		{ SMCR_CONTROL_ATTACH, 4, "an ATTACH carrying four" },
 	};

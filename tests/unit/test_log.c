@@ -94,9 +94,13 @@ static void stats_line_and_reset(void **state)
 	smcr_stat_add(smc_clients, 1);
 	smcr_stat_add(fallbacks[SMCR_REASON_PEERNOSMC], 2);
 	smcr_stat_add(fallbacks[SMCR_REASON_NODAEMON], 1);
+	smcr_stat_add(shm_clients, 1);
+	smcr_stat_add(shm_bytes_in, 5);
+	smcr_stat_add(shm_bytes_out, 7);
 	smcr_stats_format(buf, sizeof(buf));
 	assert_string_equal(buf, "tcp: 1 listener, 2 client, 3 server connections; "
 				 "10 bytes in, 20 out; smc: 1 client, 0 server negotiated; "
+				 "shm: 1 client, 0 server, 5 B in, 7 B out; "
 				 "fallback: NODAEMON 1, PEERNOSMC 2");
 	size_t len = smcr_stats_format(small, sizeof(small));   /* truncated, terminated */
 	assert_int_equal(len, sizeof(small) - 1);
@@ -104,7 +108,8 @@ static void stats_line_and_reset(void **state)
 	smcr_stats_reset();
 	smcr_stats_format(buf, sizeof(buf));
 	assert_string_equal(buf, "tcp: 0 listener, 0 client, 0 server connections; "
-				 "0 bytes in, 0 out; smc: 0 client, 0 server negotiated");
+				 "0 bytes in, 0 out; smc: 0 client, 0 server negotiated; "
+				 "shm: 0 client, 0 server, 0 B in, 0 B out");
 }
 
 int main(void)

@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -78,11 +79,11 @@ static uint64_t get(int sock)
 }
 
 /* One side: our RMB, wait for the peer's to exist, attach it.  0 or an errno. */
-static int side_setup(struct smc_conn *conn, int sock, int own_fd, int peer_fd,
+static int side_setup(struct smc_conn *conn, int sock, const int own[2], const int peer[2],
 		      unsigned int own_class, unsigned int peer_class, uint32_t token,
 		      uint32_t peer_token, uint16_t start_wrap)
 {
-	struct smc_clc_accept_confirm peer = {
+	struct smc_clc_accept_confirm desc = {
 		.smc_type = SMC_TYPE_D,
 		.d = { .dmbe_size = (uint8_t)peer_class },
 	};
@@ -91,12 +92,12 @@ static int side_setup(struct smc_conn *conn, int sock, int own_fd, int peer_fd,
 
 	rc = smc_conn_init(conn, &smc_shm_ops);
 	if (!rc)
-		rc = conn->ops->create_rmb(conn, own_class, own_fd);
+		rc = conn->ops->create_rmb(conn, own_class, own[0], dup(own[1]));
 	if (rc)
 		return rc;
 	put(sock, 0);
 	get(sock);
-	rc = conn->ops->attach_peer(conn, &peer, peer_fd);
+	rc = conn->ops->attach_peer(conn, &desc, peer[0], dup(peer[1]));
 	if (rc)
 		return rc;
 	conn->token = token;
@@ -109,12 +110,14 @@ static int side_setup(struct smc_conn *conn, int sock, int own_fd, int peer_fd,
 /* Runs parent and child on the two ends of one connection. */
 static void pair_run(const struct pair_opts *o, role_fn *parent, role_fn *child)
 {
-	int fd[2] = { test_memfd(o->size_class[0]), test_memfd(o->size_class[1]) };
+	/* each end's memfd and eventfd */
+	int end0[2] = { test_memfd(o->size_class[0]), eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) };
+	int end1[2] = { test_memfd(o->size_class[1]), eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) };
 	int sock[2], status;
 	struct smc_conn *conn = malloc(sizeof(*conn));
 
 	assert_non_null(conn);
-	assert_true(fd[0] >= 0 && fd[1] >= 0);
+	assert_true(end0[0] >= 0 && end0[1] >= 0 && end1[0] >= 0 && end1[1] >= 0);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sock), 0);
 	pair_now = *o;
 	child_pid = fork();
@@ -122,17 +125,19 @@ static void pair_run(const struct pair_opts *o, role_fn *parent, role_fn *child)
 	if (child_pid == 0) {
 		alarm(60);
 		close(sock[0]);
-		CHECK(side_setup(conn, sock[1], fd[1], fd[0], o->size_class[1], o->size_class[0],
+		CHECK(side_setup(conn, sock[1], end1, end0, o->size_class[1], o->size_class[0],
 				 0xc0ffee02, 0xc0ffee01, o->start_wrap) == 0);
 		child(conn, sock[1]);
 		_exit(0);
 	}
 	close(sock[1]);
 	alarm(100);	/* a dead child would leave us waiting on the ring */
-	assert_int_equal(side_setup(conn, sock[0], fd[0], fd[1], o->size_class[0],
+	assert_int_equal(side_setup(conn, sock[0], end0, end1, o->size_class[0],
 				    o->size_class[1], 0xc0ffee01, 0xc0ffee02, o->start_wrap), 0);
-	close(fd[0]);
-	close(fd[1]);
+	for (int i = 0; i < 2; i++) {
+		close(end0[i]);
+		close(end1[i]);
+	}
 	parent(conn, sock[0]);
 	assert_int_equal(waitpid(child_pid, &status, 0), child_pid);
 	alarm(0);
@@ -824,25 +829,27 @@ static void attach_refuses_what_it_cannot_trust(void **state)
 {
 	struct smc_clc_accept_confirm peer = { .smc_type = SMC_TYPE_D, .d = { .dmbe_size = 0 } };
 	int own = test_memfd(0), unsealed = memfd_create("x", MFD_CLOEXEC), blank = test_memfd(0);
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	struct smc_conn conn;
 
 	(void)state;
-	assert_true(own >= 0 && unsealed >= 0 && blank >= 0);
+	assert_true(own >= 0 && unsealed >= 0 && blank >= 0 && efd >= 0);
 	assert_int_equal(ftruncate(unsealed, (off_t)smc_shm_region_size(0)), 0);
 	assert_int_equal(smc_conn_init(&conn, &smc_shm_ops), 0);
-	assert_int_equal(conn.ops->create_rmb(&conn, 7, own), -EINVAL);
-	assert_int_equal(conn.ops->create_rmb(&conn, 1, own), -EINVAL);	/* memfd too small */
-	assert_int_equal(conn.ops->create_rmb(&conn, 0, own), 0);
+	assert_int_equal(conn.ops->create_rmb(&conn, 7, own, efd), -EINVAL);
+	assert_int_equal(conn.ops->create_rmb(&conn, 1, own, efd), -EINVAL);	/* memfd too small */
+	assert_int_equal(conn.ops->create_rmb(&conn, 0, own, -1), -EINVAL);	/* no eventfd */
+	assert_int_equal(conn.ops->create_rmb(&conn, 0, own, efd), 0);
 	assert_int_equal(conn.rmb_size, 16384);
 	/* a memfd the peer could shrink under our stores */
-	assert_int_equal(conn.ops->attach_peer(&conn, &peer, unsealed), -EPERM);
+	assert_int_equal(conn.ops->attach_peer(&conn, &peer, unsealed, efd), -EPERM);
 	/* no RMB set up in it */
-	assert_int_equal(conn.ops->attach_peer(&conn, &peer, blank), -EPROTO);
+	assert_int_equal(conn.ops->attach_peer(&conn, &peer, blank, efd), -EPROTO);
 	/* its size is not the one announced */
 	peer.d.dmbe_size = 1;
-	assert_int_equal(conn.ops->attach_peer(&conn, &peer, own), -EINVAL);
+	assert_int_equal(conn.ops->attach_peer(&conn, &peer, own, efd), -EINVAL);
 	peer.smc_type = SMC_TYPE_R;
-	assert_int_equal(conn.ops->attach_peer(&conn, &peer, own), -EPROTO);
+	assert_int_equal(conn.ops->attach_peer(&conn, &peer, own, efd), -EPROTO);
 	smc_conn_destroy(&conn);
 	close(own);
 	close(unsealed);

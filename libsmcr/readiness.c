@@ -1,0 +1,834 @@
+/*
+ * readiness.c - poll, select and epoll over SMC connections (readiness.h).
+ *
+ * epoll.  For each epoll instance we keep the registrations of the
+ * descriptors whose readiness is ours to tell ("members": connections on
+ * SMC, in their CLC exchange, connecting, or TCP sockets not yet
+ * connected), with the events and data the application gave.  The kernel
+ * holds, instead of the application's registration, ours, tagged with the
+ * descriptor, in one of these regimes:
+ *   WATCH  the TCP socket, edge-triggered IN|OUT|RDHUP: a connect()
+ *          completes or a CLC message arrives; we act, the app sees nothing
+ *   SMC    the TCP socket, edge-triggered RDHUP (its end means the peer is
+ *          gone), and the connection's wake descriptor, level-triggered IN
+ *   RESET  the TCP socket, edge-triggered: the CLC exchange failed
+ * and a member whose connection stays on TCP is handed back: the kernel
+ * gets the application's registration and we forget it (PLAIN).  Every
+ * epoll_wait asks the kernel first without waiting (so descriptors that
+ * are not ours are never starved), turns our tagged events into actions,
+ * reports each SMC member that is ready (level-triggered, with the
+ * application's data; EPOLLONESHOT is kept here: reported once until
+ * re-armed with EPOLL_CTL_MOD), and only when nothing is ready spins a
+ * while, arms every SMC member and sleeps in the kernel.  An edge-triggered
+ * registration is reported while ready, as level-triggered: more events
+ * than the kernel would give, never fewer.
+ *
+ * Each instance has its own lock, held while it is looked at and never
+ * while sleeping.  The list of instances has another, taken first.
+ *
+ * poll and select keep nothing between calls: each call looks at the SMC
+ * connections among its descriptors, and sleeps on their wake and TCP
+ * descriptors in their place.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fdtable.h"
+#include "handshake.h"
+#include "readiness.h"
+#include "real.h"
+#include "smc_sock.h"
+#include "smc_transport.h"
+#include "spin.h"
+
+/* Our registrations' data: "SMC" in the top bytes, the kind, the descriptor. */
+#define TAG_MAGIC	0x534d430000000000ull
+#define TAG_MASK	0xffffff0000000000ull
+#define TAG_SOCK	0u
+#define TAG_WAKE	1u
+
+static uint64_t tag(int fd, unsigned int kind)
+{
+	return TAG_MAGIC | (uint64_t)kind << 32 | (uint32_t)fd;
+}
+
+enum regime { REG_NONE, REG_PLAIN, REG_WATCH, REG_SMC, REG_RESET };
+
+struct member {
+	int fd;
+	uint32_t events;        /* the application's */
+	epoll_data_t data;      /* the application's */
+	enum regime regime;     /* what the kernel holds for it */
+	int wake_fd;            /* registered in the SMC regime, or -1 */
+	bool disabled;          /* EPOLLONESHOT: reported, not re-armed yet */
+	bool signalled;         /* the wake descriptor was seen readable */
+	uint32_t round;         /* the last epoll_wait that reported it */
+	uint32_t since;         /* events() taken before a spin */
+};
+
+struct smcr_epoll {
+	_Atomic unsigned int refs;
+	pthread_mutex_t lock;
+	int fd;                 /* a descriptor naming the instance: the last used */
+	struct member **members;
+	int count, cap;
+	uint32_t round;
+	int scan_from;          /* where the next scan starts: fairness */
+	struct smcr_spin spin;
+	struct smcr_epoll *prev, *next;
+};
+
+static pthread_mutex_t instances_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct smcr_epoll *instances;
+
+/* ---- what a descriptor needs ---- */
+
+static enum regime regime_of(int fd)
+{
+	struct smcr_sock *sk = smcr_fd_sock(fd);
+
+	if (sk) {
+		switch (smcr_sock_phase(sk)) {
+		case SMCR_SOCK_SMC:
+			return REG_SMC;
+		case SMCR_SOCK_RESET:
+			return REG_RESET;
+		case SMCR_SOCK_TCP:
+			return REG_PLAIN;
+		default:
+			return REG_WATCH;
+		}
+	}
+	switch (smcr_fd_get(fd)) {
+	case SMCR_FD_TCP:               /* may connect later */
+	case SMCR_FD_TCP_CONNECTING:
+		return REG_WATCH;
+	default:
+		return REG_PLAIN;
+	}
+}
+
+/* A connect() or CLC exchange in progress on fd moves on, if it can. */
+static void drive(int fd)
+{
+	struct smcr_sock *sk;
+
+	if (smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING)
+		smcr_handshake_settle(fd);
+	sk = smcr_fd_sock(fd);
+	if (sk)
+		smcr_sock_settle(sk, fd, false);
+}
+
+static uint32_t poll_to_epoll(unsigned int mask)
+{
+	/* the POLL and EPOLL bits are the same numbers */
+	return mask & (EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLERR | EPOLLHUP | EPOLLRDHUP |
+		       EPOLLRDNORM | EPOLLWRNORM);
+}
+
+/* ---- epoll instances ---- */
+
+struct smcr_epoll *smcr_epoll_get(struct smcr_epoll *ep)
+{
+	atomic_fetch_add_explicit(&ep->refs, 1, memory_order_relaxed);
+	return ep;
+}
+
+void smcr_epoll_put(struct smcr_epoll *ep)
+{
+	if (atomic_fetch_sub_explicit(&ep->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	pthread_mutex_lock(&instances_lock);
+	if (ep->prev)
+		ep->prev->next = ep->next;
+	else
+		instances = ep->next;
+	if (ep->next)
+		ep->next->prev = ep->prev;
+	pthread_mutex_unlock(&instances_lock);
+	/* the kernel's instance is gone with its last descriptor, and our registrations */
+	for (int i = 0; i < ep->count; i++)
+		free(ep->members[i]);
+	free(ep->members);
+	pthread_mutex_destroy(&ep->lock);
+	free(ep);
+}
+
+static struct smcr_epoll *epoll_of(int epfd)
+{
+	struct smcr_epoll *ep = smcr_fd_epoll(epfd);
+
+	if (ep)
+		return ep;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return NULL;
+	atomic_init(&ep->refs, 1);
+	pthread_mutex_init(&ep->lock, NULL);
+	ep->fd = epfd;
+	if (!smcr_fd_set_epoll(epfd, ep)) {
+		pthread_mutex_destroy(&ep->lock);
+		free(ep);
+		return NULL;
+	}
+	pthread_mutex_lock(&instances_lock);
+	ep->next = instances;
+	if (instances)
+		instances->prev = ep;
+	instances = ep;
+	pthread_mutex_unlock(&instances_lock);
+	return ep;
+}
+
+static struct member *find(struct smcr_epoll *ep, int fd)
+{
+	for (int i = 0; i < ep->count; i++)
+		if (ep->members[i]->fd == fd)
+			return ep->members[i];
+	return NULL;
+}
+
+static void drop(struct smcr_epoll *ep, struct member *m)
+{
+	for (int i = 0; i < ep->count; i++) {
+		if (ep->members[i] == m) {
+			ep->members[i] = ep->members[--ep->count];
+			break;
+		}
+	}
+	free(m);
+}
+
+/* Gives the kernel the registration of regime to for m; false if it refused. */
+static bool apply(struct smcr_epoll *ep, struct member *m, enum regime to)
+{
+	struct epoll_event ev = { .data.u64 = tag(m->fd, TAG_SOCK) };
+	int op = m->regime == REG_NONE ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+
+	switch (to) {
+	case REG_PLAIN:
+		/* EPOLLEXCLUSIVE is for EPOLL_CTL_ADD only */
+		ev.events = m->disabled ? 0 : m->events & ~EPOLLEXCLUSIVE;
+		ev.data = m->data;
+		break;
+	case REG_WATCH:
+	case REG_RESET:
+		ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+		break;
+	default:
+		ev.events = EPOLLRDHUP | EPOLLET;
+		break;
+	}
+	if (REAL(epoll_ctl)(ep->fd, op, m->fd, &ev) != 0)
+		return false;
+	if (to == REG_SMC && m->wake_fd < 0) {
+		int wake = smcr_sock_wake_fd(smcr_fd_sock(m->fd));
+		struct epoll_event wev = { .events = EPOLLIN, .data.u64 = tag(m->fd, TAG_WAKE) };
+
+		if (REAL(epoll_ctl)(ep->fd, EPOLL_CTL_ADD, wake, &wev) == 0)
+			m->wake_fd = wake;
+	} else if (to != REG_SMC && m->wake_fd >= 0) {
+		REAL(epoll_ctl)(ep->fd, EPOLL_CTL_DEL, m->wake_fd, NULL);
+		m->wake_fd = -1;
+	}
+	m->regime = to;
+	return true;
+}
+
+/* Brings the kernel's registration of m up to date; false if m is gone (PLAIN). */
+static bool sync_member(struct smcr_epoll *ep, struct member *m)
+{
+	enum regime to = regime_of(m->fd);
+	int saved_errno = errno;
+
+	if (to != m->regime)
+		apply(ep, m, to);
+	errno = saved_errno;
+	if (to != REG_PLAIN)
+		return true;
+	drop(ep, m);
+	return false;
+}
+
+/*
+ * Only for a waiter asleep in epoll_wait meanwhile: every epoll_wait syncs
+ * its members itself before it looks.  So nothing here waits for a lock (the
+ * caller may hold an instance's: collect() drives connections): a busy
+ * instance is being looked at, and will sync.
+ */
+void smcr_readiness_changed(int fd)
+{
+	if (pthread_mutex_trylock(&instances_lock) != 0)
+		return;
+	for (struct smcr_epoll *ep = instances; ep; ep = ep->next) {
+		if (pthread_mutex_trylock(&ep->lock) != 0)
+			continue;
+		struct member *m = find(ep, fd);
+		if (m)
+			sync_member(ep, m);
+		pthread_mutex_unlock(&ep->lock);
+	}
+	pthread_mutex_unlock(&instances_lock);
+}
+
+void smcr_readiness_forget(int fd)
+{
+	int saved_errno = errno;
+
+	if (!__atomic_load_n(&instances, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&instances_lock);
+	for (struct smcr_epoll *ep = instances; ep; ep = ep->next) {
+		pthread_mutex_lock(&ep->lock);
+		struct member *m = find(ep, fd);
+		if (m) {
+			/* the wake descriptor's registration would outlive the socket's */
+			if (m->wake_fd >= 0)
+				REAL(epoll_ctl)(ep->fd, EPOLL_CTL_DEL, m->wake_fd, NULL);
+			REAL(epoll_ctl)(ep->fd, EPOLL_CTL_DEL, fd, NULL);
+			drop(ep, m);
+		}
+		pthread_mutex_unlock(&ep->lock);
+	}
+	pthread_mutex_unlock(&instances_lock);
+	errno = saved_errno;
+}
+
+int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
+{
+	struct smcr_epoll *ep = smcr_fd_epoll(epfd);
+	struct member *m;
+	int rc = 0;
+
+	if (!ep && (op != EPOLL_CTL_ADD || regime_of(fd) == REG_PLAIN))
+		return REAL(epoll_ctl)(epfd, op, fd, event);
+	if (!ep && !(ep = epoll_of(epfd)))
+		return REAL(epoll_ctl)(epfd, op, fd, event);
+	pthread_mutex_lock(&ep->lock);
+	ep->fd = epfd;
+	m = find(ep, fd);
+	if (!m && !(op == EPOLL_CTL_ADD && regime_of(fd) != REG_PLAIN)) {
+		pthread_mutex_unlock(&ep->lock);
+		return REAL(epoll_ctl)(epfd, op, fd, event);
+	}
+	switch (op) {
+	case EPOLL_CTL_ADD:
+		if (m) {
+			errno = EEXIST;
+			rc = -1;
+			break;
+		}
+		if (!event) {
+			errno = EFAULT;
+			rc = -1;
+			break;
+		}
+		m = calloc(1, sizeof(*m));
+		if (!m || (ep->count == ep->cap &&
+			   !(ep->members = reallocarray(ep->members, ep->cap = ep->cap * 2 + 8,
+							sizeof(*ep->members))))) {
+			free(m);
+			errno = ENOMEM;
+			rc = -1;
+			break;
+		}
+		*m = (struct member){ .fd = fd, .events = event->events, .data = event->data,
+				      .regime = REG_NONE, .wake_fd = -1 };
+		ep->members[ep->count++] = m;
+		if (!apply(ep, m, regime_of(fd))) {
+			int err = errno;
+			drop(ep, m);
+			errno = err;
+			rc = -1;
+		} else if (m->regime == REG_PLAIN) {
+			drop(ep, m);
+		}
+		break;
+	case EPOLL_CTL_MOD:
+		if (!event) {
+			errno = EFAULT;
+			rc = -1;
+			break;
+		}
+		m->events = event->events;
+		m->data = event->data;
+		m->disabled = false;
+		break;
+	case EPOLL_CTL_DEL:
+		if (m->wake_fd >= 0)
+			REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, m->wake_fd, NULL);
+		rc = REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, fd, NULL);
+		drop(ep, m);
+		break;
+	default:
+		errno = EINVAL;
+		rc = -1;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return rc;
+}
+
+/* ---- epoll_wait ---- */
+
+/* m, ready now, into the output: false if there is no room or nothing to say. */
+static bool report(struct smcr_epoll *ep, struct member *m, uint32_t ready,
+		   struct epoll_event *out, int *n, int max)
+{
+	uint32_t ev = ready & (m->events | EPOLLERR | EPOLLHUP);
+
+	if (!ev || m->disabled || m->round == ep->round || *n >= max)
+		return false;
+	out[(*n)++] = (struct epoll_event){ .events = ev, .data = m->data };
+	m->round = ep->round;
+	if (m->events & EPOLLONESHOT)
+		m->disabled = true;
+	return true;
+}
+
+/*
+ * Under ep->lock: out[0..k) holds what the kernel reported.  Passes the
+ * application's events on, acts on ours, then adds every SMC member that is
+ * ready.  Returns the number of events in out; *moved is set when a
+ * connection changed regime (the kernel may have news for it at once).
+ */
+static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int max, bool *moved)
+{
+	int n = 0;
+
+	ep->round++;
+	for (int i = 0; i < k; i++) {
+		struct epoll_event ev = out[i];
+		struct member *m;
+
+		if ((ev.data.u64 & TAG_MASK) != TAG_MAGIC) {
+			out[n++] = ev;
+			continue;
+		}
+		m = find(ep, (int)(uint32_t)ev.data.u64);
+		if (!m)
+			continue;       /* a registration of a descriptor since closed */
+		if ((ev.data.u64 >> 32 & 0xff) == TAG_WAKE) {
+			m->signalled = true;
+			continue;
+		}
+		switch (m->regime) {
+		case REG_WATCH:
+			drive(m->fd);
+			/* not connected, or a connect() that failed: the kernel's word */
+			if (smcr_fd_get(m->fd) == SMCR_FD_TCP ||
+			    smcr_fd_get(m->fd) == SMCR_FD_TCP_CONNECTING)
+				report(ep, m, ev.events, out, &n, max);
+			break;
+		case REG_SMC:
+			smcr_sock_tcp_ended(smcr_fd_sock(m->fd));
+			break;
+		default:
+			break;
+		}
+	}
+	for (int i = 0; i < ep->count; i++) {
+		enum regime was = ep->members[i]->regime;
+
+		if (!sync_member(ep, ep->members[i])) {
+			*moved = true;
+			i--;            /* dropped: the last member took its place */
+		} else if (ep->members[i]->regime != was) {
+			*moved = true;
+		}
+	}
+	for (int i = 0; i < ep->count; i++) {
+		struct member *m = ep->members[(ep->scan_from + i) % ep->count];
+
+		if (m->regime == REG_SMC || m->regime == REG_RESET)
+			report(ep, m, poll_to_epoll(smcr_sock_poll(smcr_fd_sock(m->fd))), out, &n,
+			       max);
+	}
+	if (ep->count)
+		ep->scan_from = (ep->scan_from + 1) % ep->count;
+	return n;
+}
+
+/* Under ep->lock: spins while spinning pays; true if an SMC member had news. */
+static bool spin(struct smcr_epoll *ep)
+{
+	uint64_t budget = smcr_spin_budget(&ep->spin), end;
+	bool any = false;
+
+	for (int i = 0; i < ep->count; i++) {
+		struct member *m = ep->members[i];
+		if (m->regime == REG_SMC && !m->disabled) {
+			m->since = smcr_sock_events(smcr_fd_sock(m->fd));
+			any = true;
+		}
+	}
+	if (!any || !budget)
+		return false;
+	end = smc_clock_ns() + budget;
+	do {
+		for (int i = 0; i < ep->count; i++) {
+			struct member *m = ep->members[i];
+			if (m->regime == REG_SMC && !m->disabled &&
+			    smcr_sock_events(smcr_fd_sock(m->fd)) != m->since) {
+				smcr_spin_done(&ep->spin, true);
+				return true;
+			}
+		}
+		smcr_cpu_relax();
+	} while (smc_clock_ns() < end);
+	smcr_spin_done(&ep->spin, false);
+	return false;
+}
+
+/* Under ep->lock: arms every SMC member; false if one is ready after all. */
+static bool arm(struct smcr_epoll *ep)
+{
+	for (int i = 0; i < ep->count; i++) {
+		struct member *m = ep->members[i];
+		struct smcr_sock *sk = smcr_fd_sock(m->fd);
+
+		if (m->regime != REG_SMC || !sk)
+			continue;
+		uint32_t since = smcr_sock_events(sk);
+		if (!m->disabled &&
+		    (poll_to_epoll(smcr_sock_poll(sk)) & (m->events | EPOLLERR | EPOLLHUP)))
+			return false;
+		if (!smcr_sock_arm(sk, since, m->signalled))
+			return false;
+		m->signalled = false;
+	}
+	return true;
+}
+
+static int64_t deadline_of(int timeout_ms)
+{
+	return timeout_ms > 0 ? (int64_t)(smc_clock_ns() / 1000000) + timeout_ms : 0;
+}
+
+/* What is left of a wait until deadline (0: none was set, wait as asked). */
+static int remaining(int timeout_ms, int64_t deadline)
+{
+	int64_t left;
+
+	if (timeout_ms <= 0)
+		return timeout_ms;
+	left = deadline - (int64_t)(smc_clock_ns() / 1000000);
+	return left > 0 ? (int)left : 0;
+}
+
+int smcr_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout_ms,
+		    const sigset_t *sigmask)
+{
+	struct smcr_epoll *ep = smcr_fd_epoll(epfd);
+	int64_t deadline = deadline_of(timeout_ms);
+	bool spun = false;
+
+	if (!ep || maxevents <= 0 || !__atomic_load_n(&ep->count, __ATOMIC_RELAXED))
+		return REAL(epoll_pwait)(epfd, events, maxevents, timeout_ms, sigmask);
+	for (;;) {
+		bool moved = false, asleep = false;
+		int k = REAL(epoll_pwait)(epfd, events, maxevents, 0, sigmask), n;
+
+		if (k < 0)
+			return k;
+		pthread_mutex_lock(&ep->lock);
+		ep->fd = epfd;
+		n = collect(ep, events, k, maxevents, &moved);
+		if (n > 0 || moved) {
+			pthread_mutex_unlock(&ep->lock);
+			if (n > 0)
+				return n;
+			continue;
+		}
+		if (remaining(timeout_ms, deadline) == 0) {
+			pthread_mutex_unlock(&ep->lock);
+			return 0;
+		}
+		if (!spun) {
+			spun = true;
+			if (spin(ep)) {
+				pthread_mutex_unlock(&ep->lock);
+				continue;
+			}
+		}
+		if (arm(ep)) {
+			pthread_mutex_unlock(&ep->lock);
+			k = REAL(epoll_pwait)(epfd, events, maxevents,
+					      remaining(timeout_ms, deadline), sigmask);
+			if (k < 0)
+				return k;
+			pthread_mutex_lock(&ep->lock);
+			n = collect(ep, events, k, maxevents, &moved);
+			asleep = true;
+		}
+		pthread_mutex_unlock(&ep->lock);
+		if (n > 0)
+			return n;
+		if (asleep && remaining(timeout_ms, deadline) == 0 && timeout_ms > 0)
+			return 0;
+	}
+}
+
+/* ---- poll and select ---- */
+
+enum watch { W_PLAIN, W_DRIVE, W_SMC };
+
+static enum watch watch_of(int fd)
+{
+	enum regime r = regime_of(fd);
+
+	if (r == REG_SMC || r == REG_RESET)
+		return W_SMC;
+	/* a TCP socket that is not connecting is the kernel's to tell */
+	if (r == REG_WATCH && smcr_fd_get(fd) != SMCR_FD_TCP)
+		return W_DRIVE;
+	return W_PLAIN;
+}
+
+static bool any_ours(const struct pollfd *fds, nfds_t nfds)
+{
+	for (nfds_t i = 0; i < nfds; i++)
+		if (fds[i].fd >= 0 && (smcr_fd_sock(fds[i].fd) ||
+				       smcr_fd_get(fds[i].fd) == SMCR_FD_TCP_CONNECTING))
+			return true;
+	return false;
+}
+
+/*
+ * One look: the kernel's part (waiting up to timeout_ms) in k, our SMC
+ * connections by themselves.  Returns the number of ready entries, or -1;
+ * *moved when a connection changed how it is watched.
+ */
+static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t *kinds,
+		     int timeout_ms, const sigset_t *sigmask, bool *moved)
+{
+	nfds_t nk = 0;
+	int ready = 0, rc;
+	struct timespec ts, *tsp = NULL;
+
+	for (nfds_t i = 0; i < nfds; i++) {
+		int fd = fds[i].fd;
+
+		kinds[i] = fd < 0 ? W_PLAIN : watch_of(fd);
+		switch (kinds[i]) {
+		case W_SMC:
+			k[nk++] = (struct pollfd){ .fd = smcr_sock_wake_fd(smcr_fd_sock(fd)),
+						   .events = POLLIN };
+			k[nk++] = (struct pollfd){ .fd = fd, .events = POLLRDHUP };
+			break;
+		case W_DRIVE:
+			/* connecting: done when writable; in the CLC exchange: a message came */
+			k[nk++] = (struct pollfd){
+				.fd = fd,
+				.events = smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING ? POLLOUT : POLLIN,
+			};
+			break;
+		default:
+			k[nk++] = fds[i];
+		}
+	}
+	if (timeout_ms >= 0) {
+		ts = (struct timespec){ timeout_ms / 1000, timeout_ms % 1000 * 1000000L };
+		tsp = &ts;
+	}
+	rc = REAL(ppoll)(k, nk, tsp, sigmask);
+	if (rc < 0)
+		return -1;
+	nk = 0;
+	for (nfds_t i = 0; i < nfds; i++) {
+		int fd = fds[i].fd;
+		struct smcr_sock *sk;
+
+		fds[i].revents = 0;
+		switch (kinds[i]) {
+		case W_SMC:
+			sk = smcr_fd_sock(fd);
+			if (k[nk + 1].revents & (POLLRDHUP | POLLHUP | POLLERR))
+				smcr_sock_tcp_ended(sk);
+			nk += 2;
+			fds[i].revents = (short)(smcr_sock_poll(sk) &
+						 ((unsigned short)fds[i].events | POLLERR | POLLHUP));
+			break;
+		case W_DRIVE:
+			if (k[nk].revents) {
+				drive(fd);
+				*moved |= watch_of(fd) != W_DRIVE;
+				/* a connect() that failed stays connecting: the kernel's word */
+				if (smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING)
+					fds[i].revents = k[nk].revents &
+							 (fds[i].events | POLLERR | POLLHUP);
+			}
+			nk++;
+			break;
+		default:
+			fds[i].revents = k[nk++].revents;
+		}
+		ready += fds[i].revents != 0;
+	}
+	return ready;
+}
+
+/* Spins, then arms, the SMC connections among fds: false if one moved meanwhile. */
+static bool poll_prepare_sleep(struct pollfd *fds, nfds_t nfds, uint32_t *since)
+{
+	static __thread struct smcr_spin spinning;
+	uint64_t budget = smcr_spin_budget(&spinning), end = smc_clock_ns() + budget;
+	bool any = false;
+
+	for (nfds_t i = 0; i < nfds; i++) {
+		if (fds[i].fd >= 0 && watch_of(fds[i].fd) == W_SMC) {
+			since[i] = smcr_sock_events(smcr_fd_sock(fds[i].fd));
+			any = true;
+		}
+	}
+	if (any && budget) {
+		do {
+			for (nfds_t i = 0; i < nfds; i++) {
+				if (fds[i].fd >= 0 && watch_of(fds[i].fd) == W_SMC &&
+				    smcr_sock_events(smcr_fd_sock(fds[i].fd)) != since[i]) {
+					smcr_spin_done(&spinning, true);
+					return false;
+				}
+			}
+			smcr_cpu_relax();
+		} while (smc_clock_ns() < end);
+		smcr_spin_done(&spinning, false);
+	}
+	for (nfds_t i = 0; i < nfds; i++) {
+		if (fds[i].fd < 0 || watch_of(fds[i].fd) != W_SMC)
+			continue;
+		struct smcr_sock *sk = smcr_fd_sock(fds[i].fd);
+		/* taken before looking, as wait() wants it */
+		uint32_t now = smcr_sock_events(sk);
+
+		if ((smcr_sock_poll(sk) & ((unsigned short)fds[i].events | POLLERR | POLLHUP)) ||
+		    !smcr_sock_arm(sk, now, true))
+			return false;
+	}
+	return true;
+}
+
+int smcr_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms, const sigset_t *sigmask)
+{
+	struct pollfd small_k[32], *k = small_k;
+	uint32_t small_since[16], *since = small_since;
+	uint8_t small_kinds[16], *kinds = small_kinds;
+	int64_t deadline = deadline_of(timeout_ms);
+	int rc;
+
+	if (!any_ours(fds, nfds)) {
+		struct timespec ts = { timeout_ms / 1000, timeout_ms % 1000 * 1000000L };
+		return REAL(ppoll)(fds, nfds, timeout_ms < 0 ? NULL : &ts, sigmask);
+	}
+	if (nfds > 16) {
+		k = malloc(2 * nfds * sizeof(*k));
+		since = malloc(nfds * sizeof(*since));
+		kinds = malloc(nfds);
+		if (!k || !since || !kinds) {
+			rc = -1;
+			errno = ENOMEM;
+			goto out;
+		}
+	}
+	for (;;) {
+		bool moved = false;
+
+		rc = poll_once(fds, nfds, k, kinds, 0, sigmask, &moved);
+		if (rc != 0)
+			break;
+		if (moved)
+			continue;
+		if (remaining(timeout_ms, deadline) == 0)
+			break;
+		if (!poll_prepare_sleep(fds, nfds, since))
+			continue;
+		rc = poll_once(fds, nfds, k, kinds, remaining(timeout_ms, deadline), sigmask, &moved);
+		if (rc != 0 || (timeout_ms > 0 && remaining(timeout_ms, deadline) == 0))
+			break;
+	}
+out:
+	if (k != small_k) {
+		free(k);
+		free(since);
+		free(kinds);
+	}
+	return rc;
+}
+
+int smcr_select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
+		int timeout_ms, const sigset_t *sigmask)
+{
+	struct pollfd *fds;
+	nfds_t n = 0;
+	int rc, count = 0;
+
+	if (nfds < 0 || nfds > FD_SETSIZE) {
+		errno = EINVAL;
+		return -1;
+	}
+	fds = calloc((size_t)nfds + 1, sizeof(*fds));
+	if (!fds) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (int fd = 0; fd < nfds; fd++) {
+		short ev = (short)((readfds && FD_ISSET(fd, readfds) ? POLLIN : 0) |
+				   (writefds && FD_ISSET(fd, writefds) ? POLLOUT : 0) |
+				   (exceptfds && FD_ISSET(fd, exceptfds) ? POLLPRI : 0));
+		if (ev)
+			fds[n++] = (struct pollfd){ .fd = fd, .events = ev };
+	}
+	rc = smcr_poll(fds, n, timeout_ms, sigmask);
+	if (rc >= 0) {
+		for (nfds_t i = 0; i < n; i++) {
+			if (fds[i].revents & POLLNVAL) {
+				free(fds);
+				errno = EBADF;
+				return -1;
+			}
+		}
+		for (nfds_t i = 0; i < n; i++) {
+			int fd = fds[i].fd;
+			short r = fds[i].revents;
+			/* as the kernel's select: an error or hang-up reads as readable */
+			bool in = (r & (POLLIN | POLLHUP | POLLERR)) && (fds[i].events & POLLIN);
+			bool out = (r & (POLLOUT | POLLERR)) && (fds[i].events & POLLOUT);
+			bool pri = (r & POLLPRI) && (fds[i].events & POLLPRI);
+
+			if (readfds && FD_ISSET(fd, readfds) && !in)
+				FD_CLR(fd, readfds);
+			if (writefds && FD_ISSET(fd, writefds) && !out)
+				FD_CLR(fd, writefds);
+			if (exceptfds && FD_ISSET(fd, exceptfds) && !pri)
+				FD_CLR(fd, exceptfds);
+			count += in + out + pri;
+		}
+		rc = count;
+	}
+	free(fds);
+	return rc;
+}
+
+bool smcr_select_has_ours(int nfds, const fd_set *r, const fd_set *w, const fd_set *e)
+{
+	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++) {
+		if (!((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))))
+			continue;
+		if (smcr_fd_sock(fd) || smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING)
+			return true;
+	}
+	return false;
+}
+
+int smcr_timespec_ms(const struct timespec *ts)
+{
+	if (!ts)
+		return -1;
+	if (ts->tv_sec > 2000000)
+		return 2000000000;
+	return (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000);
+}

@@ -1,0 +1,214 @@
+#!/bin/bash
+# shm_apps.sh BUILD_DIR - real, unmodified programs under the preload, both
+# ends on this host with smcrd running: their bytes must travel over shared
+# memory, not TCP, and arrive intact.  For each program the result is checked
+# (sha256 of what was sent, the program's own success) and smcrd's statistics
+# must show the connections on the shm transport (shm_clients, shm_servers)
+# and the bytes on it, not in TCP.  Then: killing one end with SIGKILL
+# mid-transfer ends the other with an error or end of file within seconds,
+# and every buffer goes back to max_memory.
+. "$(dirname "$0")/lib.sh" "$1"
+need socat curl redis-server redis-benchmark iperf3 sockperf nginx
+[ "$(id -u)" = 0 ] || { fail "needs root (smcrd loads a BPF program)"; finish; }
+
+export SMCR_RUNDIR=$WORK/run
+CONF=$WORK/smcr.conf
+cp "$(dirname "$0")/../../conf/smcr.conf" "$CONF"
+"$BIN/smcrctl" -c "$CONF" set enabled=1 "ip_addr_list=127.0.0.1 ::1" \
+	port_range_list=17200-17229 max_memory=1024 > /dev/null
+start_bg smcrd plain "$BIN/smcrd" -f -c "$CONF"
+for _ in $(seq 50); do "$BIN/smcrctl" status > /dev/null 2>&1 && break; sleep 0.1; done
+"$BIN/smcrctl" status > /dev/null || { fail "smcrd did not start: $(cat "$WORK/smcrd.err")"; finish; }
+
+# on_shm NAME CONNS MIN_BYTES: since the last call, CONNS more connections
+# (at least) went on shm at each end, carrying at least MIN_BYTES, and no TCP
+# byte went with them beyond what the programs' own control traffic used.
+last_cli=0 last_srv=0 last_bytes=0
+on_shm() {
+	local name=$1 conns=$2 bytes=$3 cli srv b
+	cli=$(stats_counter shm_clients) srv=$(stats_counter shm_servers)
+	b=$(stats_counter shm_bytes_in)
+	if [ $((cli - last_cli)) -ge "$conns" ] && [ $((srv - last_srv)) -ge "$conns" ]; then
+		pass "$name: $((cli - last_cli)) client and $((srv - last_srv)) server connections on shm"
+	else
+		fail "$name: on shm: $((cli - last_cli)) client, $((srv - last_srv)) server; expected >= $conns each"
+	fi
+	if [ $((b - last_bytes)) -ge "$bytes" ]; then
+		pass "$name: $((b - last_bytes)) bytes received over shm"
+	else
+		fail "$name: $((b - last_bytes)) bytes over shm, expected >= $bytes"
+	fi
+	last_cli=$cli last_srv=$srv last_bytes=$b
+}
+
+# 1. socat: a 20 MiB file, byte-exact; both directions of a socat pair.
+SIZE=$((20 * 1024 * 1024))
+head -c "$SIZE" /dev/urandom > "$WORK/in.bin"
+want=$(sha256sum < "$WORK/in.bin")
+start_bg socat-server smcr timeout 60 socat -u TCP-LISTEN:17200,reuseaddr,bind=127.0.0.1 \
+	"OPEN:$WORK/out.bin,creat,trunc"
+srv=$LAST_PID
+wait_listen 17200 "$srv"
+run_mode smcr timeout 60 socat -u "OPEN:$WORK/in.bin" TCP:127.0.0.1:17200 2> "$WORK/socat-client.err"
+expect_eq "socat: client exit status" "$?" 0
+stop_bg "$srv" - 20
+expect_eq "socat: server exit status" "$?" 0
+[ "$(sha256sum < "$WORK/out.bin")" = "$want" ] && pass "socat: 20 MiB, sha256 equal" ||
+	fail "socat: the file arrived different"
+on_shm socat 1 "$SIZE"
+
+# 2. redis: redis-benchmark (epoll, pipelined, 50 clients) and redis-cli.
+start_bg redis smcr redis-server --port 17201 --bind 127.0.0.1 --save '' --appendonly no
+srv=$LAST_PID
+wait_listen 17201 "$srv"
+run_mode smcr timeout 120 redis-benchmark -p 17201 -c 50 -n 20000 -t set,get -q \
+	> "$WORK/redis-bench.out" 2> "$WORK/redis-bench.err"
+expect_eq "redis-benchmark exit status" "$?" 0
+grep -q 'GET: ' "$WORK/redis-bench.out" && pass "redis-benchmark: $(tr '\r' '\n' < "$WORK/redis-bench.out" | grep -E '^(SET|GET)' | tr '\n' ' ')" ||
+	fail "redis-benchmark printed no result"
+run_mode smcr redis-cli -p 17201 set smcr-key "$want" > /dev/null 2>&1
+expect_eq "redis-cli: the value set comes back" \
+	"$(run_mode smcr redis-cli -p 17201 get smcr-key 2> /dev/null)" "$want"
+stop_bg "$srv"
+on_shm redis 50 100000
+
+# 3. iperf3 (its control connection and its data stream).
+start_bg iperf3-server smcr iperf3 -s -1 -p 17202 --bind 127.0.0.1
+srv=$LAST_PID
+wait_listen 17202 "$srv"
+run_mode smcr timeout 60 iperf3 -c 127.0.0.1 -p 17202 -t 2 -J > "$WORK/iperf3.json" 2> "$WORK/iperf3.err"
+expect_eq "iperf3: client exit status" "$?" 0
+stop_bg "$srv"
+gbit=$("$PY" -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]/1e9, 2))' "$WORK/iperf3.json" 2>/dev/null)
+[ -n "$gbit" ] && pass "iperf3: $gbit Gbit/s" || fail "iperf3: no result"
+on_shm iperf3 2 $((100 * 1024 * 1024))
+
+# 4. sockperf ping-pong (TCP, its own poll/epoll loop).
+start_bg sockperf-server smcr sockperf server --tcp -i 127.0.0.1 -p 17203
+srv=$LAST_PID
+wait_listen 17203 "$srv"
+run_mode smcr timeout 60 sockperf ping-pong --tcp -i 127.0.0.1 -p 17203 -t 2 -m 14 \
+	> "$WORK/sockperf.out" 2> "$WORK/sockperf.err"
+expect_eq "sockperf: client exit status" "$?" 0
+lat=$(grep -oE 'percentile 50.000 = +[0-9.]+' "$WORK/sockperf.out" | grep -oE '[0-9.]+$')
+[ -n "$lat" ] && pass "sockperf ping-pong 14 B: p50 $lat us one way" || fail "sockperf: no latency"
+stop_bg "$srv"
+on_shm sockperf 1 14
+
+# 5. nginx (epoll, sendfile) with curl and wrk.
+mkdir -p "$WORK/www" "$WORK/nginx"
+chmod 755 "$WORK" "$WORK/www"
+head -c 100 /dev/urandom > "$WORK/www/small"
+head -c $((1024 * 1024)) /dev/urandom > "$WORK/www/big"
+cat > "$WORK/nginx/nginx.conf" <<EOF
+daemon off;
+master_process off;
+worker_processes 1;
+error_log $WORK/nginx/error.log;
+pid $WORK/nginx/nginx.pid;
+events { worker_connections 256; }
+http {
+	access_log off;
+	sendfile on;
+	client_body_temp_path $WORK/nginx;
+	proxy_temp_path $WORK/nginx;
+	fastcgi_temp_path $WORK/nginx;
+	uwsgi_temp_path $WORK/nginx;
+	scgi_temp_path $WORK/nginx;
+	server { listen 127.0.0.1:17204; root $WORK/www; }
+}
+EOF
+start_bg nginx smcr nginx -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log"
+srv=$LAST_PID
+wait_listen 17204 "$srv"
+for f in small big; do
+	got=$(run_mode smcr curl -s http://127.0.0.1:17204/$f 2> "$WORK/curl-$f.err" | sha256sum)
+	expect_eq "nginx+curl: /$f byte-exact" "$got" "$(sha256sum < "$WORK/www/$f")"
+done
+if command -v wrk > /dev/null; then
+	run_mode smcr timeout 30 wrk -t1 -c10 -d2s http://127.0.0.1:17204/small \
+		> "$WORK/wrk.out" 2> "$WORK/wrk.err"
+	expect_eq "wrk: exit status" "$?" 0
+	reqs=$(grep -oE '^Requests/sec: +[0-9.]+' "$WORK/wrk.out" | grep -oE '[0-9.]+$')
+	grep -qE 'Non-2xx|Socket errors' "$WORK/wrk.out" && fail "wrk: errors: $(grep -E 'Non-2xx|Socket errors' "$WORK/wrk.out")"
+	[ -n "$reqs" ] && pass "nginx+wrk: $reqs requests/s" || fail "wrk: no result"
+fi
+stop_bg "$srv" QUIT
+on_shm nginx 2 $((1024 * 1024))
+
+# 6. python asyncio: an echo server and client, many round trips.
+cat > "$WORK/echo.py" <<'EOF'
+import asyncio, hashlib, os, sys
+async def handle(r, w):
+    while data := await r.read(65536):
+        w.write(data)
+        await w.drain()
+    w.close()
+async def client(port):
+    r, w = await asyncio.open_connection('127.0.0.1', port)
+    sent, got = hashlib.sha256(), hashlib.sha256()
+    for i in range(300):
+        msg = os.urandom(1 + (i * 7919) % 200000)
+        sent.update(msg)
+        w.write(msg)
+        await w.drain()
+        got.update(await r.readexactly(len(msg)))
+    w.close()
+    print('same' if sent.digest() == got.digest() else 'different')
+async def main():
+    if sys.argv[1] == 'server':
+        srv = await asyncio.start_server(handle, '127.0.0.1', int(sys.argv[2]))
+        async with srv:
+            await srv.serve_forever()
+    else:
+        await client(int(sys.argv[2]))
+asyncio.run(main())
+EOF
+start_bg asyncio-server smcr "$PY" "$WORK/echo.py" server 17205
+srv=$LAST_PID
+wait_listen 17205 "$srv"
+expect_eq "python asyncio echo: 300 messages" \
+	"$(run_mode smcr timeout 60 "$PY" "$WORK/echo.py" client 17205 2> "$WORK/asyncio-client.err")" same
+stop_bg "$srv"
+on_shm asyncio 1 1000000
+
+# 7. node http (libuv).
+if command -v node > /dev/null; then
+	start_bg node smcr node -e '
+require("http").createServer((q, s) => s.end("x".repeat(300000))).listen(17206, "127.0.0.1")'
+	srv=$LAST_PID
+	wait_listen 17206 "$srv"
+	expect_eq "node http + curl: 300000 bytes" \
+		"$(run_mode smcr curl -s http://127.0.0.1:17206/ 2> "$WORK/node-curl.err" | wc -c)" 300000
+	stop_bg "$srv"
+	on_shm node 1 300000
+fi
+
+# 8. SIGKILL mid-transfer, each end in turn: the other ends within seconds.
+for victim in server client; do
+	start_bg "kill-server-$victim" smcr socat -u TCP-LISTEN:17207,reuseaddr,bind=127.0.0.1 \
+		OPEN:/dev/null
+	srv=$LAST_PID
+	wait_listen 17207 "$srv"
+	start_bg "kill-client-$victim" smcr socat -u OPEN:/dev/zero TCP:127.0.0.1:17207
+	cli=$LAST_PID
+	sleep 1
+	if [ "$victim" = server ]; then kill -9 "$srv"; survivor=$cli; else kill -9 "$cli"; survivor=$srv; fi
+	ended=no
+	for _ in $(seq 50); do
+		kill -0 "$survivor" 2> /dev/null || { ended=yes; break; }
+		sleep 0.1
+	done
+	expect_eq "SIGKILL of the $victim mid-transfer: the other end exits within 5 s" "$ended" yes
+	kill -9 "$srv" "$cli" 2> /dev/null
+	wait "$srv" "$cli" 2> /dev/null
+done
+on_shm "killed transfers" 2 1
+
+# Every buffer is back.
+for _ in $(seq 30); do
+	[ "$(stats_counter in_use)" = 0 ] && break
+	sleep 0.1
+done
+expect_eq "all SMC buffers returned to max_memory" "$(stats_counter in_use)" 0
+finish
