@@ -87,7 +87,7 @@ on_shm iperf3 2 $((100 * 1024 * 1024))
 start_bg sockperf-server smcr sockperf server --tcp -i 127.0.0.1 -p 17203
 srv=$LAST_PID
 wait_listen 17203 "$srv"
-run_mode smcr timeout 60 sockperf ping-pong --tcp -i 127.0.0.1 -p 17203 -t 2 -m 14 \
+run_mode smcr timeout 60 sockperf ping-pong --tcp -i 127.0.0.1 -p 17203 -t 2 -m 14 --mps 100000 \
 	> "$WORK/sockperf.out" 2> "$WORK/sockperf.err"
 expect_eq "sockperf: client exit status" "$?" 0
 lat=$(grep -oE 'percentile 50.000 = +[0-9.]+' "$WORK/sockperf.out" | grep -oE '[0-9.]+$')
