@@ -365,6 +365,18 @@ static ssize_t not_ready(struct smcr_sock *sk)
 	return -1;
 }
 
+/* A data call with iovcnt buffers may go ahead on sk; if not, errno says why. */
+static bool usable(struct smcr_sock *sk, int iovcnt)
+{
+	if (smcr_sock_phase(sk) != SMCR_SOCK_SMC)
+		return not_ready(sk) == 0;
+	if (iovcnt < 0 || iovcnt > IOV_MAX) {
+		errno = EINVAL;
+		return false;
+	}
+	return true;
+}
+
 static ssize_t result(ssize_t n)
 {
 	if (n >= 0)
@@ -379,12 +391,8 @@ ssize_t smcr_sock_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt
 	bool nonblock = atomic_load_explicit(&sk->nonblock, memory_order_relaxed) || sk->rd_shut;
 	ssize_t n;
 
-	if (smcr_sock_phase(sk) != SMCR_SOCK_SMC)
-		return not_ready(sk);
-	if (iovcnt < 0 || iovcnt > IOV_MAX) {
-		errno = EINVAL;
+	if (!usable(sk, iovcnt))
 		return -1;
-	}
 	n = smc_rx_recv(&sk->conn, iov, iovcnt, flags & known, nonblock);
 	if (n == -EAGAIN && sk->rd_shut)
 		n = 0;  /* after SHUT_RD, an empty buffer reads as end of file */
@@ -399,12 +407,8 @@ ssize_t smcr_sock_send(struct smcr_sock *sk, const struct iovec *iov, int iovcnt
 	int smc_flags = flags & (MSG_OOB | MSG_MORE | MSG_DONTWAIT);
 	ssize_t n;
 
-	if (smcr_sock_phase(sk) != SMCR_SOCK_SMC)
-		return not_ready(sk);
-	if (iovcnt < 0 || iovcnt > IOV_MAX) {
-		errno = EINVAL;
+	if (!usable(sk, iovcnt))
 		return -1;
-	}
 	if (sk->corked)
 		smc_flags |= MSG_MORE;
 	n = smc_tx_send(&sk->conn, iov, iovcnt, smc_flags, nonblock);
