@@ -9,7 +9,7 @@ build=(cmake make gcc pkg-config libc6-dev
        libcmocka-dev clang libbpf-dev linux-libc-dev
        redis-server redis-tools)
 tests=(iperf3 sockperf socat curl python3 procps iproute2 tcpdump util-linux
-       libclang-rt-14-dev man-db bsdextrautils)
+       libclang-rt-14-dev man-db bsdextrautils nginx wrk nodejs)
 
 want=("${build[@]}")
 [ "${1:-}" = --test ] && want+=("${tests[@]}")

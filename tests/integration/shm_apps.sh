@@ -8,7 +8,7 @@
 # mid-transfer ends the other with an error or end of file within seconds,
 # and every buffer goes back to max_memory.
 . "$(dirname "$0")/lib.sh" "$1"
-need socat curl redis-server redis-benchmark iperf3 sockperf nginx
+need socat curl redis-server redis-benchmark iperf3 sockperf nginx wrk node
 [ "$(id -u)" = 0 ] || { fail "needs root (smcrd loads a BPF program)"; finish; }
 
 export SMCR_RUNDIR=$WORK/run
@@ -125,14 +125,12 @@ for f in small big; do
 	got=$(run_mode smcr curl -s http://127.0.0.1:17204/$f 2> "$WORK/curl-$f.err" | sha256sum)
 	expect_eq "nginx+curl: /$f byte-exact" "$got" "$(sha256sum < "$WORK/www/$f")"
 done
-if command -v wrk > /dev/null; then
-	run_mode smcr timeout 30 wrk -t1 -c10 -d2s http://127.0.0.1:17204/small \
-		> "$WORK/wrk.out" 2> "$WORK/wrk.err"
-	expect_eq "wrk: exit status" "$?" 0
-	reqs=$(grep -oE '^Requests/sec: +[0-9.]+' "$WORK/wrk.out" | grep -oE '[0-9.]+$')
-	grep -qE 'Non-2xx|Socket errors' "$WORK/wrk.out" && fail "wrk: errors: $(grep -E 'Non-2xx|Socket errors' "$WORK/wrk.out")"
-	[ -n "$reqs" ] && pass "nginx+wrk: $reqs requests/s" || fail "wrk: no result"
-fi
+run_mode smcr timeout 30 wrk -t1 -c10 -d2s http://127.0.0.1:17204/small \
+	> "$WORK/wrk.out" 2> "$WORK/wrk.err"
+expect_eq "wrk: exit status" "$?" 0
+reqs=$(grep -oE '^Requests/sec: +[0-9.]+' "$WORK/wrk.out" | grep -oE '[0-9.]+$')
+grep -qE 'Non-2xx|Socket errors' "$WORK/wrk.out" && fail "wrk: errors: $(grep -E 'Non-2xx|Socket errors' "$WORK/wrk.out")"
+[ -n "$reqs" ] && pass "nginx+wrk: $reqs requests/s" || fail "wrk: no result"
 stop_bg "$srv" QUIT
 on_shm nginx 2 $((1024 * 1024))
 
@@ -173,16 +171,14 @@ stop_bg "$srv"
 on_shm asyncio 1 1000000
 
 # 7. node http (libuv).
-if command -v node > /dev/null; then
-	start_bg node smcr node -e '
+start_bg node smcr node -e '
 require("http").createServer((q, s) => s.end("x".repeat(300000))).listen(17206, "127.0.0.1")'
-	srv=$LAST_PID
-	wait_listen 17206 "$srv"
-	expect_eq "node http + curl: 300000 bytes" \
-		"$(run_mode smcr curl -s http://127.0.0.1:17206/ 2> "$WORK/node-curl.err" | wc -c)" 300000
-	stop_bg "$srv"
-	on_shm node 1 300000
-fi
+srv=$LAST_PID
+wait_listen 17206 "$srv"
+expect_eq "node http + curl: 300000 bytes" \
+	"$(run_mode smcr curl -s http://127.0.0.1:17206/ 2> "$WORK/node-curl.err" | wc -c)" 300000
+stop_bg "$srv"
+on_shm node 1 300000
 
 # 8. SIGKILL mid-transfer, each end in turn: the other ends within seconds.
 for victim in server client; do
