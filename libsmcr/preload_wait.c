@@ -15,6 +15,7 @@
 #include "fdtable.h"
 #include "readiness.h"
 #include "real.h"
+#include "smc_transport.h"
 
 void __chk_fail(void) __attribute__((noreturn));
 
@@ -54,11 +55,19 @@ int select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
 		return -1;
 	}
 	struct timespec ts, *tsp = NULL;
+	uint64_t start = smc_clock_ns();
 	if (timeout) {
 		ts = (struct timespec){ timeout->tv_sec, timeout->tv_usec * 1000 };
 		tsp = &ts;
 	}
-	return smcr_select(nfds, readfds, writefds, exceptfds, smcr_timespec_ms(tsp), NULL);
+	int rc = smcr_select(nfds, readfds, writefds, exceptfds, smcr_timespec_ms(tsp), NULL);
+	if (timeout) {          /* as Linux: the timeout keeps what was not slept */
+		uint64_t total = (uint64_t)timeout->tv_sec * 1000000u + (uint64_t)timeout->tv_usec;
+		uint64_t spent = (smc_clock_ns() - start) / 1000u;
+		uint64_t left = spent < total ? total - spent : 0;
+		*timeout = (struct timeval){ (time_t)(left / 1000000u), (suseconds_t)(left % 1000000u) };
+	}
+	return rc;
 }
 
 int pselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,

@@ -20,8 +20,12 @@
  * application's data; EPOLLONESHOT is kept here: reported once until
  * re-armed with EPOLL_CTL_MOD), and only when nothing is ready spins a
  * while, arms every SMC member and sleeps in the kernel.  An edge-triggered
- * registration is reported while ready, as level-triggered: more events
- * than the kernel would give, never fewer.
+ * (EPOLLET) member is looked at again only when its connection's events()
+ * number moved since it was last looked at (a CDC came, or a local change):
+ * like the kernel's wake-up callback, an edge may repeat what is already
+ * known, but an application that leaves data unread sleeps until more
+ * comes instead of being told again and again.  EPOLLEXCLUSIVE goes on the
+ * wake descriptor, so that one write of it wakes one of the waiters.
  *
  * Each instance has its own lock, held while it is looked at and never
  * while sleeping.  The list of instances has another, taken first.
@@ -65,6 +69,8 @@ struct member {
 	enum regime regime;     /* what the kernel holds for it */
 	int wake_fd;            /* registered in the SMC regime, or -1 */
 	bool disabled;          /* EPOLLONESHOT: reported, not re-armed yet */
+	bool edge_seen;         /* EPOLLET: edge holds the events() last looked at */
+	uint32_t edge;
 	bool signalled;         /* the wake descriptor was seen readable */
 	uint32_t round;         /* the last epoll_wait that reported it */
 	uint32_t since;         /* events() taken before a spin */
@@ -228,7 +234,8 @@ static bool apply(struct smcr_epoll *ep, struct member *m, enum regime to)
 		return false;
 	if (to == REG_SMC && m->wake_fd < 0) {
 		int wake = smcr_sock_wake_fd(smcr_fd_sock(m->fd));
-		struct epoll_event wev = { .events = EPOLLIN, .data.u64 = tag(m->fd, TAG_WAKE) };
+		struct epoll_event wev = { .events = EPOLLIN | (m->events & EPOLLEXCLUSIVE),
+					   .data.u64 = tag(m->fd, TAG_WAKE) };
 
 		if (REAL(epoll_ctl)(ep->fd, EPOLL_CTL_ADD, wake, &wev) == 0)
 			m->wake_fd = wake;
@@ -237,6 +244,7 @@ static bool apply(struct smcr_epoll *ep, struct member *m, enum regime to)
 		m->wake_fd = -1;
 	}
 	m->regime = to;
+	m->edge_seen = false;
 	return true;
 }
 
@@ -358,6 +366,7 @@ int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 		m->events = event->events;
 		m->data = event->data;
 		m->disabled = false;
+		m->edge_seen = false;   /* as the kernel: tells what is ready now */
 		break;
 	case EPOLL_CTL_DEL:
 		if (m->wake_fd >= 0)
@@ -388,6 +397,31 @@ static bool report(struct smcr_epoll *ep, struct member *m, uint32_t ready,
 	if (m->events & EPOLLONESHOT)
 		m->disabled = true;
 	return true;
+}
+
+/* Whether an edge-triggered m has news: its events() moved since last looked at. */
+static bool edge_moved(const struct member *m, uint32_t now)
+{
+	return !(m->events & EPOLLET) || !m->edge_seen || now != m->edge;
+}
+
+/* Reports the SMC member m if it is ready (and, edge-triggered, has news). */
+static void look_at(struct smcr_epoll *ep, struct member *m, struct epoll_event *out, int *n,
+		    int max)
+{
+	struct smcr_sock *sk = smcr_fd_sock(m->fd);
+	/* taken before looking (smc_transport.h); a reset one has no transport, one edge */
+	uint32_t now = m->regime == REG_SMC ? smcr_sock_events(sk) : 0;
+	uint32_t ready;
+
+	if (m->disabled || !edge_moved(m, now))
+		return;
+	ready = poll_to_epoll(smcr_sock_poll(sk));
+	/* an edge that says nothing new is spent; one not told for want of room is not */
+	if (report(ep, m, ready, out, n, max) || !(ready & (m->events | EPOLLERR | EPOLLHUP))) {
+		m->edge = now;
+		m->edge_seen = true;
+	}
 }
 
 /*
@@ -445,8 +479,7 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 		struct member *m = ep->members[(ep->scan_from + i) % ep->count];
 
 		if (m->regime == REG_SMC || m->regime == REG_RESET)
-			report(ep, m, poll_to_epoll(smcr_sock_poll(smcr_fd_sock(m->fd))), out, &n,
-			       max);
+			look_at(ep, m, out, &n, max);
 	}
 	if (ep->count)
 		ep->scan_from = (ep->scan_from + 1) % ep->count;
@@ -494,7 +527,9 @@ static bool arm(struct smcr_epoll *ep)
 		if (m->regime != REG_SMC || !sk)
 			continue;
 		uint32_t since = smcr_sock_events(sk);
-		if (!m->disabled &&
+		if (!m->disabled && (m->events & EPOLLET) && edge_moved(m, since))
+			return false;   /* not looked at since it moved */
+		if (!m->disabled && !(m->events & EPOLLET) &&
 		    (poll_to_epoll(smcr_sock_poll(sk)) & (m->events | EPOLLERR | EPOLLHUP)))
 			return false;
 		if (!smcr_sock_arm(sk, since, m->signalled))
@@ -506,18 +541,21 @@ static bool arm(struct smcr_epoll *ep)
 
 static int64_t deadline_of(int timeout_ms)
 {
-	return timeout_ms > 0 ? (int64_t)(smc_clock_ns() / 1000000) + timeout_ms : 0;
+	return timeout_ms > 0 ? (int64_t)smc_clock_ns() + (int64_t)timeout_ms * 1000000 : 0;
 }
 
-/* What is left of a wait until deadline (0: none was set, wait as asked). */
+/*
+ * What is left of a wait until deadline (0: none was set, wait as asked),
+ * rounded up: like the kernel's, a wait never ends before its time.
+ */
 static int remaining(int timeout_ms, int64_t deadline)
 {
 	int64_t left;
 
 	if (timeout_ms <= 0)
 		return timeout_ms;
-	left = deadline - (int64_t)(smc_clock_ns() / 1000000);
-	return left > 0 ? (int)left : 0;
+	left = deadline - (int64_t)smc_clock_ns();
+	return left > 0 ? (int)((left + 999999) / 1000000) : 0;
 }
 
 int smcr_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout_ms,

@@ -377,6 +377,29 @@ static bool usable(struct smcr_sock *sk, int iovcnt)
 	return true;
 }
 
+/*
+ * Whether the kernel would restart a socket call that a signal handler
+ * interrupted: without a timeout on the socket, when the handler asked for
+ * SA_RESTART.  Which signal came is not known here, so it restarts only if
+ * every signal with a handler asks for it (an EINTR in doubt is what a
+ * program that installs such a handler expects to handle).
+ */
+static bool restarts(int timeout_ms)
+{
+	if (timeout_ms > 0)
+		return false;
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+
+		if (sigaction(sig, NULL, &sa) != 0 || sa.sa_handler == SIG_DFL ||
+		    sa.sa_handler == SIG_IGN)
+			continue;
+		if (!(sa.sa_flags & SA_RESTART))
+			return false;
+	}
+	return true;
+}
+
 static ssize_t result(ssize_t n)
 {
 	if (n >= 0)
@@ -393,7 +416,9 @@ ssize_t smcr_sock_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt
 
 	if (!usable(sk, iovcnt))
 		return -1;
-	n = smc_rx_recv(&sk->conn, iov, iovcnt, flags & known, nonblock);
+	do
+		n = smc_rx_recv(&sk->conn, iov, iovcnt, flags & known, nonblock);
+	while (n == -EINTR && restarts(sk->conn.rcv_timeout_ms));
 	if (n == -EAGAIN && sk->rd_shut)
 		n = 0;  /* after SHUT_RD, an empty buffer reads as end of file */
 	if (n > 0)
@@ -411,7 +436,9 @@ ssize_t smcr_sock_send(struct smcr_sock *sk, const struct iovec *iov, int iovcnt
 		return -1;
 	if (sk->corked)
 		smc_flags |= MSG_MORE;
-	n = smc_tx_send(&sk->conn, iov, iovcnt, smc_flags, nonblock);
+	do
+		n = smc_tx_send(&sk->conn, iov, iovcnt, smc_flags, nonblock);
+	while (n == -EINTR && restarts(sk->conn.snd_timeout_ms));
 	if (n > 0)
 		smcr_stat_add(shm_bytes_out, n);
 	if (n == -EPIPE && !(flags & MSG_NOSIGNAL))

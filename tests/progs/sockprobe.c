@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/epoll.h>
+#include <sys/time.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
@@ -231,7 +233,62 @@ static void wait_calls(int c, int s)
 	CALL("epoll_pwait2", epoll_pwait2(ep, out, 4, &zero, NULL));
 	CALL("epoll_wait(bad fd)", epoll_wait(-1, out, 4, 0));
 	CALL("read(1)", read(s, &b, 1));
+
+	/* edge-triggered: news once; data left unread is not news again */
+	ev.events = EPOLLIN | EPOLLET;
+	CALL("epoll_ctl(MOD ET)", epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev));
+	CALL("write(2)", write(c, "zz", 2));
+	CALL("epoll_wait(ET news)", epoll_wait(ep, out, 4, 1000));
+	CALL("read(1 of 2)", read(s, &b, 1));
+	CALL("epoll_wait(ET no news, 50 ms)", epoll_wait(ep, out, 4, 50));
+	CALL("write(1)", write(c, "z", 1));
+	CALL("epoll_wait(ET more)", epoll_wait(ep, out, 4, 1000));
+	CALL("epoll_wait(ET spent)", epoll_wait(ep, out, 4, 0));
+	CALL("epoll_ctl(MOD ET again)", epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev));
+	CALL("epoll_wait(ET after MOD)", epoll_wait(ep, out, 4, 0));
+	CALL("recv(2)", recv(s, (char[2]){ 0 }, 2, 0));
 	CALL("close(ep)", close(ep));
+
+	/* select leaves in the timeout what is left of it */
+	struct timeval tv = { 0, 30000 };
+	FD_SET(s, &rs);
+	CALL("select(idle, 30 ms)", select(s + 1, &rs, NULL, NULL, &tv));
+	printf("timeout left=%ld.%06ld\n", (long)tv.tv_sec, (long)tv.tv_usec);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* Writes a byte on *arg after the alarm has rung. */
+static void *write_later(void *arg)
+{
+	usleep(200000);
+	if (write(*(int *)arg, "r", 1) != 1)
+		perror("write_later");
+	return NULL;
+}
+
+/* A signal whose handler asks for SA_RESTART does not end a blocking read. */
+static void signal_calls(int c, int s)
+{
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
+	struct itimerval it = { .it_value = { 0, 20000 } };
+	char b;
+
+	pthread_t writer;
+
+	sigaction(SIGALRM, &sa, NULL);
+	pthread_create(&writer, NULL, write_later, &c);
+	setitimer(ITIMER_REAL, &it, NULL);
+	CALL("read(across SA_RESTART signal)", read(s, &b, 1));
+	CALL("pthread_join", pthread_join(writer, NULL));
+	sa.sa_flags = 0;
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	CALL("read(signal without SA_RESTART)", read(s, &b, 1));
+	signal(SIGALRM, SIG_DFL);
 }
 
 static void error_calls(void)
@@ -306,6 +363,7 @@ int main(void)
 	control_calls(c, s);
 	dup_calls(c, s);
 	wait_calls(c, s);
+	signal_calls(c, s);
 	fork_calls(c, s);
 	error_calls();
 	close_calls(c, s);
