@@ -2,8 +2,10 @@
 # install-deps.sh [--test] [--vm] - install the Debian packages smcr needs, if missing.
 #   (no option)  what the build and the demonstration need
 #   --test       also the real programs the integration tests run
-#   --vm         also what tests/vm/ needs: qemu, a guest kernel, busybox and
-#                the user-space verbs stack (rdma-core, perftest) for rxe and siw
+#   --vm         also what tests/vm/ needs: qemu, a guest kernel, busybox, the
+#                user-space verbs stack (rdma-core, perftest) for rxe and siw,
+#                and the kernel's source and headers to build siw (Debian's
+#                kernel has no siw module)
 set -euo pipefail
 
 build=(cmake make gcc pkg-config libc6-dev
@@ -14,6 +16,7 @@ tests=(iperf3 sockperf socat curl python3 procps iproute2 tcpdump util-linux
        libclang-rt-14-dev man-db bsdextrautils)
 
 vm=(qemu-system-x86 linux-image-amd64 busybox-static cpio gzip kmod iproute2
+    linux-headers-amd64 linux-source make xz-utils
     rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest)
 
 want=("${build[@]}")

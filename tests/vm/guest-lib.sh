@@ -8,7 +8,7 @@
 #   check NAME SECS CMD...   runs CMD (killed after SECS), PASS if it exits 0
 #   record NAME OK|FAIL WHY  a result found some other way
 #   wait_for FILE PATTERN SECS
-#   guest_finish
+#   guest_finish             stops the background jobs, exits 0 or 1
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 : > /out/results
@@ -47,6 +47,9 @@ wait_for() {
 }
 
 guest_finish() {
+	local pids
+	pids=$(jobs -p)
+	[ -z "$pids" ] || { kill $pids; wait; } 2>/dev/null
 	echo "--- results"
 	cat /out/results
 	exit "$GUEST_FAILED"
