@@ -1,17 +1,18 @@
 #!/bin/bash
-# guest-onehost.sh BUILD_DIR DEVICE ADDR - one guest's tests, run by run.sh
-# through guest-setup.sh (which made DEVICE, rxe0 or siw0, on ADDR).
+# guest-onehost.sh BUILD_DIR DEVICE ADDR TEST... - one guest's tests, run by
+# run.sh through guest-setup.sh (which made DEVICE, rxe0 or siw0, on ADDR).
 #
 # Owns what one guest checks:
 #   - the verbs device is there (ibv_devices) and moves data: ib_write_bw and
 #     ib_write_lat (connected through rdma_cm, -R, as both RoCE and iWARP
 #     allow), client and server on the same device, at 64 KiB and at a small
 #     size; their output is kept in /out/perf-*.log for run.sh's figures;
-#   - the integration tests socat.sh and stress.sh pass against BUILD_DIR on
-#     this guest's kernel (each starts its own smcrd, whose BPF program needs
-#     cgroup v2).
+#   - the integration tests TEST... (tests/integration/TEST.sh) pass against
+#     BUILD_DIR on this guest's kernel (each starts its own smcrd, whose BPF
+#     program needs cgroup v2).
 . "$(dirname "$0")/guest-lib.sh"
-build=${1:?usage: $0 BUILD_DIR DEVICE ADDR} dev=${2:?} addr=${3:?}
+build=${1:?usage: $0 BUILD_DIR DEVICE ADDR TEST...} dev=${2:?} addr=${3:?}
+shift 3
 
 check ibv_devices 20 bash -c "ibv_devices | tee /dev/stderr | grep -qw $dev"
 
@@ -54,6 +55,8 @@ integration() {
 	mkdir -p "/out/$1-work"
 	tar -C "$kept" --exclude='*.bin' -cf - . | tar -C "/out/$1-work" -xf -
 }
-integration socat
-STRESS_TIMEOUT=120 integration stress     # its 20 s are for a real CPU, not TCG on a busy host
+export STRESS_TIMEOUT=120       # stress.sh's 20 s are for a real CPU, not TCG on a busy host
+for test in "$@"; do
+	integration "$test"
+done
 guest_finish

@@ -6,9 +6,10 @@
 # built on the host:
 #   rxe    one guest with Soft-RoCE: the device works (ibv_devices,
 #          ib_write_bw and ib_write_lat at 64 KiB and at a small size), then
-#          the integration tests socat.sh and stress.sh (smcrd's BPF program
-#          and libsmcr on the guest's kernel);
-#   siw    the same with Soft-iWARP;
+#          the integration tests socat.sh, stress.sh, negotiation_wire.sh and
+#          shm_broker.sh (smcrd's BPF program and libsmcr on the guest's
+#          kernel);
+#   siw    the same with Soft-iWARP, with socat.sh and stress.sh;
 #   2host  two guests joined by virtio-net (qemu's UDP socket backend), rxe
 #          on eth0: ib_write_bw and ib_write_lat between them, then a TCP
 #          exchange under the preload with smcrd in both, byte-exact and
@@ -42,13 +43,15 @@ guest() {
 	echo "$rc" > "$vm/$name.rc"
 }
 
+# onehost DRIVER TEST...: one guest with DRIVER's device and these integration tests.
 onehost() {
-	local t0=$SECONDS
-	guest "$1" "$1" veth 10.9.0.1/24 "$here/guest-onehost.sh" "$build" "${1}0" 10.9.0.1
-	echo "vm: $1 guest done ($((SECONDS - t0)) s)"
+	local t0=$SECONDS driver=$1
+	shift
+	guest "$driver" "$driver" veth 10.9.0.1/24 "$here/guest-onehost.sh" "$build" "${driver}0" 10.9.0.1 "$@"
+	echo "vm: $driver guest done ($((SECONDS - t0)) s)"
 }
-onehost rxe
-onehost siw
+onehost rxe socat stress negotiation_wire shm_broker
+onehost siw socat stress
 
 # Two guests, their NICs joined by qemu's UDP socket backend (two host ports
 # on 127.0.0.1): unlike the TCP one, it adds no Nagle/delayed-ACK waits
