@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # REPO is for the scripts that source this
 # guest-lib.sh - shared by the guest-side scripts of tests/vm/ (sourced, in
 # the guest, after guest-setup.sh).
 #
@@ -9,7 +10,7 @@
 #   record NAME OK|FAIL WHY  a result found some other way
 #   wait_for FILE PATTERN SECS
 #   guest_finish             stops the background jobs, exits 0 or 1
-set -uo pipefail
+set -uo pipefail        # not -e: every check runs, and failures are counted
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 : > /out/results
 GUEST_FAILED=0
