@@ -3,12 +3,13 @@
 #
 # Three builds: Release (everything, integration tests with real programs),
 # ASan+UBSan (the unit tests under the sanitizers) and clang with libFuzzer
-# (the wire decoders fuzzed for 20 s each).
+# (the wire decoders fuzzed for 20 s each).  Then the Release build again in
+# qemu guests with soft RDMA devices (tests/vm/run.sh, a few minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
-tools/install-deps.sh --test
+tools/install-deps.sh --test --vm
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build -j"$jobs"
@@ -22,3 +23,5 @@ cmake --build build-fuzz -j"$jobs" --target fuzz_clc fuzz_cdc
 ctest --test-dir build-fuzz -L fuzz --output-on-failure
 
 ctest --test-dir build --output-on-failure -j"$jobs"
+
+tests/vm/run.sh build

@@ -1,7 +1,11 @@
 #!/bin/bash
-# install-deps.sh [--test] - install the Debian packages smcr needs, if missing.
+# install-deps.sh [--test] [--vm] - install the Debian packages smcr needs, if missing.
 #   (no option)  what the build and the demonstration need
 #   --test       also the real programs the integration tests run
+#   --vm         also what tests/vm/ needs: qemu, a guest kernel, busybox, the
+#                user-space verbs stack (rdma-core, perftest) for rxe and siw,
+#                and the kernel's source and headers to build siw (Debian's
+#                kernel has no siw module)
 set -euo pipefail
 
 build=(cmake make gcc pkg-config libc6-dev
@@ -11,8 +15,18 @@ build=(cmake make gcc pkg-config libc6-dev
 tests=(iperf3 sockperf socat curl python3 procps iproute2 tcpdump util-linux
        libclang-rt-14-dev man-db bsdextrautils nginx wrk nodejs)
 
+vm=(qemu-system-x86 linux-image-amd64 busybox-static cpio gzip kmod iproute2
+    linux-headers-amd64 linux-source make xz-utils
+    rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest)
+
 want=("${build[@]}")
-[ "${1:-}" = --test ] && want+=("${tests[@]}")
+for opt in "$@"; do
+	case $opt in
+		--test) want+=("${tests[@]}") ;;
+		--vm) want+=("${vm[@]}") ;;
+		*) echo "usage: $0 [--test] [--vm]" >&2; exit 2 ;;
+	esac
+done
 
 missing=()
 for pkg in "${want[@]}"; do

@@ -17,7 +17,8 @@
 # bytes.  Under the preload: libsmcr saw every connection, and smcrctl stats
 # --json shows that each negotiated SMC (smc_clients, smc_servers) and took
 # the shared-memory path (shm_clients, shm_servers).  Each program gives up
-# after 20 s: a hang fails the run.  STRESS_SEED=S changes the streams.  Root
+# after 20 s (STRESS_TIMEOUT=S for slow machines, such as tests/vm's emulated
+# guests): a hang fails the run.  STRESS_SEED=S changes the streams.  Root
 # (smcrd loads a BPF program).
 . "$(dirname "$0")/lib.sh" "$1"
 [ "$(id -u)" = 0 ] || { fail "needs root (smcrd loads a BPF program)"; finish; }
@@ -27,6 +28,7 @@ N=200
 P=16
 MAX=$((1024 * 1024))
 SEED=${STRESS_SEED:-20240611}
+TIMEOUT=${STRESS_TIMEOUT:-20}
 echo "seed $SEED"
 
 export SMCR_RUNDIR=$WORK/run
@@ -59,7 +61,7 @@ run() {
 	local name=$mode-$sio-$cio${1:+-v6}           # server I/O model, then the client's
 	local cout=$WORK/client-$name.out cerr=$WORK/client-$name.err
 	local -A before
-	start_bg "server-$name" "$mode" "$BIN/stress" server "$port" --conns "$N" --io="$sio" --timeout 20 "$@"
+	start_bg "server-$name" "$mode" "$BIN/stress" server "$port" --conns "$N" --io="$sio" --timeout "$TIMEOUT" "$@"
 	srv=$LAST_PID
 	wait_listen "$port" "$srv" || return
 	if [ "$mode" = smcr ]; then
@@ -67,7 +69,7 @@ run() {
 	fi
 	start=$EPOCHREALTIME
 	run_mode "$mode" "$BIN/stress" client "$port" --conns "$N" --parallel "$P" --max-bytes "$MAX" \
-		--seed "$SEED" --io="$cio" --timeout 20 "$@" > "$cout" 2> "$cerr"
+		--seed "$SEED" --io="$cio" --timeout "$TIMEOUT" "$@" > "$cout" 2> "$cerr"
 	rc=$?
 	secs=$(awk "BEGIN { printf \"%.1f\", $EPOCHREALTIME - $start }")
 	if [ "$rc" = 0 ]; then

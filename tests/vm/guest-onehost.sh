@@ -1,0 +1,62 @@
+#!/bin/bash
+# guest-onehost.sh BUILD_DIR DEVICE ADDR TEST... - one guest's tests, run by
+# run.sh through guest-setup.sh (which made DEVICE, rxe0 or siw0, on ADDR).
+#
+# Owns what one guest checks:
+#   - the verbs device is there (ibv_devices) and moves data: ib_write_bw and
+#     ib_write_lat (connected through rdma_cm, -R, as both RoCE and iWARP
+#     allow), client and server on the same device, at 64 KiB and at a small
+#     size; their output is kept in /out/perf-*.log for run.sh's figures;
+#   - the integration tests TEST... (tests/integration/TEST.sh) pass against
+#     BUILD_DIR on this guest's kernel (each starts its own smcrd, whose BPF
+#     program needs cgroup v2).
+. "$(dirname "$0")/guest-lib.sh"
+build=${1:?usage: $0 BUILD_DIR DEVICE ADDR TEST...} dev=${2:?} addr=${3:?}
+shift 3
+
+check ibv_devices 20 bash -c "ibv_devices | tee /dev/stderr | grep -qw $dev"
+
+# perf TEST SIZE ITERS: server and client of a perftest program on $dev.
+# Tried up to 3 times when perftest could not measure the CPU clock (its
+# linear fit of the cycle counter, "Correlation coefficient r^2", fails on
+# a busy TCG host and the figures come out as "inf"; -F lets both sides
+# finish the run all the same); any other failure counts at once.
+perf() {
+	local name=perf-$1-$2 srv try rc
+	for try in 1 2 3; do
+		timeout -k 5 60 stdbuf -oL "$1" -d "$dev" -R -F -s "$2" -n "$3" > "/out/$name-server.log" 2>&1 &
+		srv=$!
+		if ! wait_for "/out/$name-server.log" "Waiting for client" 20; then
+			kill "$srv" 2>/dev/null; wait "$srv"
+			record "$name" FAIL "server did not start: $(tail -n 2 "/out/$name-server.log")"
+			return
+		fi
+		timeout -k 5 90 "$1" -d "$dev" -R -F -s "$2" -n "$3" "$addr" > "/out/$name.log" 2>&1
+		rc=$?
+		wait "$srv" || record "$name-server" FAIL "server exit status $?"
+		grep -qF 'r^2' "/out/$name.log" || break
+		echo "$name: perftest could not measure the CPU clock (try $try)"
+	done
+	tail -n 3 "/out/$name.log"
+	[ "$rc" = 0 ] && record "$name" OK || record "$name" FAIL "exit status $rc"
+}
+perf ib_write_bw 65536 2000
+perf ib_write_bw 64 10000
+perf ib_write_lat 65536 500
+perf ib_write_lat 8 2000
+
+# integration NAME: tests/integration/NAME.sh; the scratch directory it keeps
+# when it fails is copied to /out/NAME-work (without its .bin data files).
+integration() {
+	local kept
+	check "$1" 500 "$REPO/tests/integration/$1.sh" "$build" && return
+	kept=$(sed -n 's/^(kept \(.*\) for inspection)$/\1/p' "/out/$1.log")
+	[ -d "$kept" ] || return 0
+	mkdir -p "/out/$1-work"
+	tar -C "$kept" --exclude='*.bin' -cf - . | tar -C "/out/$1-work" -xf -
+}
+export STRESS_TIMEOUT=120       # stress.sh's 20 s are for a real CPU, not TCG on a busy host
+for test in "$@"; do
+	integration "$test"
+done
+guest_finish
