@@ -263,7 +263,7 @@ int smcr_control_request(struct smcr_control_msg *m, const int *out, size_t nout
 	return rc;
 }
 
-void smcr_control_notify(struct smcr_control_msg *m)
+void smcr_control_notify(struct smcr_control_msg *m, const int *out, size_t nout)
 {
 	int saved_errno = errno;
 
@@ -271,7 +271,7 @@ void smcr_control_notify(struct smcr_control_msg *m)
 	if (!lock_here())
 		return;
 	if (ctl_fd >= 0)
-		send_locked(m, NULL, 0, MSG_DONTWAIT);
+		send_locked(m, out, nout, MSG_DONTWAIT);
 	unlock_here();
 	errno = saved_errno;
 }
@@ -288,7 +288,7 @@ void smcr_control_release(uint64_t bytes)
 {
 	struct smcr_control_msg m = { .type = SMCR_CONTROL_RELEASE, .bytes = bytes };
 
-	smcr_control_notify(&m);
+	smcr_control_notify(&m, NULL, 0);
 }
 
 static bool in_range(int fd, unsigned int first, unsigned int last)

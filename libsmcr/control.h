@@ -54,8 +54,11 @@ void smcr_control_release(uint64_t bytes);
 int smcr_control_request(struct smcr_control_msg *m, const int *out, size_t nout, int *in,
 			 size_t nin);
 
-/* A request without reply (RELEASE, WITHDRAW); dropped if we are not registered. */
-void smcr_control_notify(struct smcr_control_msg *m);
+/*
+ * A request without reply (RELEASE, WITHDRAW), with out[0..nout-1]
+ * attached; dropped if we are not registered.
+ */
+void smcr_control_notify(struct smcr_control_msg *m, const int *out, size_t nout);
 
 /* The application is closing (or replacing) fd: let go of it if it is ours. */
 void smcr_control_fd_closing(int fd);

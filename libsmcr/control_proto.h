@@ -12,7 +12,9 @@
  * connection on one host exchange a receive buffer through smcrd.  The owner
  * offers a sealed memfd and an eventfd together with its TCP socket; smcrd
  * hands the memfd and the eventfd only to a process that shows it the other
- * end of that very connection (smcrd/shm_broker.c says why that suffices).
+ * end of that very connection (smcrd/shm_broker.c says why that suffices),
+ * and all of an end's (with its connection state) back to a process that
+ * shows that end's socket itself (RESUME: the socket changed hands).
  * The eventfd is how that peer wakes the owner when it sleeps: it writes 8
  * bytes to it.  The token names the offer and is no secret: the socket
  * proves who may attach.
@@ -30,7 +32,7 @@
 
 #define SMCR_RUNDIR_DEFAULT "/run/smcr"
 #define SMCR_CONTROL_SOCKET "smcrd.sock"
-#define SMCR_CONTROL_VERSION 4
+#define SMCR_CONTROL_VERSION 5
 
 /* Where smcrd keeps its pid file and control socket: $SMCR_RUNDIR, else /run/smcr. */
 static inline const char *smcr_rundir(void)
@@ -50,18 +52,24 @@ enum smcr_control_type {
 	SMCR_CONTROL_RELEASE,           /* give .bytes back; no reply */
 	SMCR_CONTROL_STATUS,            /* reply: struct smcr_control_status */
 	SMCR_CONTROL_RELOAD,            /* root only: re-read the configuration file */
-	SMCR_CONTROL_OFFER,             /* carries 3 fds: the TCP socket, a memfd of exactly
+	SMCR_CONTROL_OFFER,             /* carries 4 fds: the TCP socket, a memfd of exactly
 					   .bytes (whole pages) sealed against SHRINK, GROW
-					   and SEAL, an eventfd (the owner's wake-up); .bytes
-					   are granted; reply: .token */
+					   and SEAL, an eventfd (the owner's wake-up), the
+					   connection's state (a memfd of a few pages, sealed
+					   alike); .bytes are granted; reply: .token */
 	SMCR_CONTROL_ATTACH,            /* carries 1 fd: the TCP socket; reply carries 2 fds:
 					   the memfd and the eventfd offered as .token by the
-					   other end of that connection, once; -EACCES for
+					   other end of that connection; -EACCES for
 					   anything else */
-	SMCR_CONTROL_WITHDRAW,          /* the offer .token is over, its grant returned;
-					   no reply */
+	SMCR_CONTROL_WITHDRAW,          /* carries 0 or 1 fd: the offering TCP socket (a
+					   process other than the owner must show it); the
+					   offer .token is over, its grant returned; no reply */
 	SMCR_CONTROL_STATS,             /* reply: struct smcr_control_stats */
 	SMCR_CONTROL_STATS_RESET,       /* root only: later STATS replies count from now */
+	SMCR_CONTROL_RESUME,            /* carries 1 fd: a TCP socket; reply: .token of what
+					   was offered on it, and 3 fds: its state, memfd and
+					   eventfd, then 2 more if the other end offered: that
+					   end's memfd and eventfd; -ENOENT if nothing was */
 };
 
 /* A request, and the head of every reply (same type as its request). */
@@ -114,8 +122,8 @@ struct smcr_control_stats {
 	struct smcr_stats_counts counts;
 };
 
-/* The most descriptors a request or a reply carries (OFFER; replies carry 2 at most). */
-#define SMCR_CONTROL_MAX_FDS 3
+/* The most descriptors a request or a reply carries (RESUME's reply). */
+#define SMCR_CONTROL_MAX_FDS 5
 
 /* Room for the SCM_RIGHTS of a message, aligned as cmsg wants. */
 union smcr_control_cmsg {

@@ -1,8 +1,11 @@
 /*
  * handshake.c - reading and recording the handshake's outcome (handshake.h).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <linux/bpf.h>
+#include <netinet/in.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -86,4 +89,53 @@ enum smcr_fd_state smcr_handshake_settle(int fd)
 	if (smcr_fd_claim(fd, SMCR_FD_TCP_CONNECTING, SMCR_FD_TCP_CLIENT))
 		smcr_handshake_record(fd, true);
 	return smcr_fd_get(fd);
+}
+
+/* Whether fd is a connected TCP socket (not a listener), asked of the kernel. */
+static bool connected_tcp(int fd)
+{
+	struct sockaddr_storage peer;
+	socklen_t len = sizeof(int), plen = sizeof(peer);
+	int domain = 0, protocol = 0, listening = 1;
+
+	return REAL(getsockopt)(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
+	       (domain == AF_INET || domain == AF_INET6) &&
+	       REAL(getsockopt)(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) == 0 &&
+	       protocol == IPPROTO_TCP &&
+	       REAL(getsockopt)(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 &&
+	       !listening && REAL(getpeername)(fd, (struct sockaddr *)&peer, &plen) == 0;
+}
+
+void smcr_handshake_adopt(int fd)
+{
+	int saved_errno = errno;
+	uint32_t flags = 0;
+
+	if (smcr_fd_sock(fd) || !connected_tcp(fd)) {
+		errno = saved_errno;
+		return;
+	}
+	if (smcr_control_map_call(SMCR_MAP_RESULT, BPF_MAP_LOOKUP_ELEM, fd, &flags) != 0)
+		flags = 0;
+	smcr_fd_set(fd, (flags & SMCR_HS_ACTIVE) ? SMCR_FD_TCP_CLIENT : SMCR_FD_TCP_SERVER);
+	if (flags & SMCR_HS_NEGOTIATED)
+		smcr_sock_adopt(fd, flags & SMCR_HS_ACTIVE);
+	errno = saved_errno;
+}
+
+void smcr_handshake_adopt_inherited(void)
+{
+	int saved_errno = errno;
+	DIR *dir = opendir("/proc/self/fd");
+	struct dirent *d;
+
+	while (dir && (d = readdir(dir))) {
+		int fd = atoi(d->d_name);
+
+		if (d->d_name[0] != '.' && fd != dirfd(dir))
+			smcr_handshake_adopt(fd);
+	}
+	if (dir)
+		closedir(dir);
+	errno = saved_errno;
 }

@@ -34,4 +34,14 @@ void smcr_handshake_record(int fd, bool active);
  */
 enum smcr_fd_state smcr_handshake_settle(int fd);
 
+/*
+ * fd came from another process (SCM_RIGHTS): if it is a connected TCP
+ * socket, track it, and if its handshake negotiated SMC, carry on with its
+ * connection (smcr_sock_adopt).
+ */
+void smcr_handshake_adopt(int fd);
+
+/* The same for every descriptor the process started with (exec). */
+void smcr_handshake_adopt_inherited(void);
+
 #endif

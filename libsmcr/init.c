@@ -3,7 +3,8 @@
  *
  * Start: read the logging settings and arrange for forked children to count
  * their own traffic and register with smcrd on their own, and for both sides
- * of a fork to know their connections are shared (smc_sock.c).  End: at
+ * of a fork to know their connections are shared (smc_sock.c); carry on
+ * with the SMC connections the process inherited across exec.  End: at
  * SMCR_LOG=info, one line saying what was seen, if the process used TCP.
  * Nothing here may print at the default level or change the process.
  */
@@ -11,6 +12,7 @@
 #include <pthread.h>
 
 #include "control.h"
+#include "handshake.h"
 #include "log.h"
 #include "smc_sock.h"
 #include "stats.h"
@@ -21,9 +23,10 @@ __attribute__((constructor)) static void smcr_init(void)
 	/* Child handlers run in the order registered: counters are private again
 	   before control.c's handler registers the child. */
 	pthread_atfork(NULL, NULL, smcr_stats_reset);
-	pthread_atfork(NULL, smcr_sock_forked, smcr_sock_forked);
+	pthread_atfork(smcr_sock_fork_prepare, smcr_sock_fork_done, smcr_sock_fork_done);
 	smcr_control_init();
 	smcr_log(SMCR_LOG_DEBUG, "loaded into %s", program_invocation_short_name);
+	smcr_handshake_adopt_inherited();
 }
 
 __attribute__((destructor)) static void smcr_fini(void)

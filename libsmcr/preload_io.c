@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "fdtable.h"
@@ -49,6 +50,39 @@ static inline struct smcr_sock *smc(int fd, bool dontwait)
 
 /* The one iovec of a single-buffer call. */
 #define ONE(buf, len) (&(struct iovec){ .iov_base = (void *)(buf), .iov_len = (len) })
+
+/* Calls fn(fd, count) for each descriptor msg carries (SCM_RIGHTS). */
+static void each_passed(const struct msghdr *msg, void (*fn)(int fd, int count), int count)
+{
+	if (!msg->msg_control || msg->msg_controllen < sizeof(struct cmsghdr))
+		return;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			fn(fd, count);
+		}
+	}
+}
+
+/* A descriptor came in a message: a socket of ours carries on here. */
+static void adopt(int fd, int count)
+{
+	(void)count;
+	smcr_handshake_adopt(fd);
+}
+
+/* A descriptor goes (count 1) or did not go after all (-1) in a message. */
+static void pass(int fd, int count)
+{
+	struct smcr_sock *sk = smcr_fd_sock(fd);
+
+	if (sk)
+		smcr_sock_passing(sk, count);
+}
 
 /* recvmsg's outputs that a TCP stream leaves empty; MSG_OOB when it read the urgent byte. */
 static void tcp_msg_outputs(struct msghdr *msg, int flags)
@@ -195,6 +229,8 @@ ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	}
 	ssize_t n = REAL(recvmsg)(fd, msg, flags);
 	count_in(is_tcp, n);
+	if (n >= 0 && !is_tcp)
+		each_passed(msg, adopt, 0);
 	return n;
 }
 
@@ -218,6 +254,8 @@ int recvmmsg(int fd, struct mmsghdr *msgs, unsigned int vlen, int flags,
 	int n = REAL(recvmmsg)(fd, msgs, vlen, flags, timeout);
 	if (n > 0)
 		count_in(is_tcp, (ssize_t)mmsg_bytes(msgs, n));
+	for (int i = 0; !is_tcp && i < n; i++)
+		each_passed(&msgs[i].msg_hdr, adopt, 0);
 	return n;
 }
 
@@ -279,7 +317,11 @@ ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 
 	if (sk)
 		return smcr_sock_send(sk, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	/* counted before it goes: the receiver may take it over at once */
+	each_passed(msg, pass, 1);
 	ssize_t n = REAL(sendmsg)(fd, msg, flags);
+	if (n < 0)
+		each_passed(msg, pass, -1);
 	count_out(is_tcp, n);
 	return n;
 }
@@ -304,7 +346,11 @@ int sendmmsg(int fd, struct mmsghdr *msgs, unsigned int vlen, int flags)
 		}
 		return (int)i;
 	}
+	for (unsigned int i = 0; i < vlen; i++)
+		each_passed(&msgs[i].msg_hdr, pass, 1);
 	int n = REAL(sendmmsg)(fd, msgs, vlen, flags);
+	for (unsigned int i = n > 0 ? (unsigned int)n : 0; i < vlen; i++)
+		each_passed(&msgs[i].msg_hdr, pass, -1);
 	if (n > 0)
 		count_out(is_tcp, (ssize_t)mmsg_bytes(msgs, n));
 	return n;

@@ -43,11 +43,11 @@ int smcr_shm_eventfd(void)
 	return fd;
 }
 
-int smcr_shm_offer(int sock, int memfd, uint64_t bytes, int efd, uint64_t *token)
+int smcr_shm_offer(int sock, int memfd, uint64_t bytes, int efd, int state, uint64_t *token)
 {
 	struct smcr_control_msg m = { .type = SMCR_CONTROL_OFFER, .bytes = bytes };
-	const int out[3] = { sock, memfd, efd };
-	int rc = smcr_control_request(&m, out, 3, NULL, 0);
+	const int out[4] = { sock, memfd, efd, state };
+	int rc = smcr_control_request(&m, out, 4, NULL, 0);
 
 	if (rc)
 		return rc;
@@ -61,28 +61,57 @@ int smcr_shm_offer(int sock, int memfd, uint64_t bytes, int efd, uint64_t *token
 	return 0;
 }
 
-int smcr_shm_attach(int sock, uint64_t token, int *memfd, int *efd)
+/*
+ * Asks m with the TCP socket sock, for a reply with up to max descriptors
+ * into in[] (-1 where none came), at least least of them.  0 and *n of
+ * them, or a negative errno and none (EPROTO: a yes without its
+ * descriptors).
+ */
+static int ask_with_socket(struct smcr_control_msg *m, int sock, int *in, int least, int max,
+			   int *n)
 {
-	struct smcr_control_msg m = { .type = SMCR_CONTROL_ATTACH, .token = token };
-	int in[2] = { -1, -1 };
-	int rc = smcr_control_request(&m, &sock, 1, in, 2);
+	int rc = smcr_control_request(m, &sock, 1, in, (size_t)max);
 
-	if (rc == 0)            /* EPROTO: a yes without both fds */
-		rc = m.result ? m.result : in[0] < 0 || in[1] < 0 ? -EPROTO : 0;
+	*n = 0;
+	while (rc == 0 && *n < max && in[*n] >= 0)
+		(*n)++;
+	if (rc == 0)
+		rc = m->result ? m->result : *n < least ? -EPROTO : 0;
 	if (rc) {
-		for (int i = 0; i < 2; i++)
+		for (int i = 0; i < max; i++)
 			if (in[i] >= 0)
 				REAL(close)(in[i]);
-		in[0] = in[1] = -1;
+		*n = 0;
 	}
-	*memfd = in[0];
-	*efd = in[1];
 	return rc;
 }
 
-void smcr_shm_withdraw(uint64_t token)
+int smcr_shm_attach(int sock, uint64_t token, int *memfd, int *efd)
+{
+	struct smcr_control_msg m = { .type = SMCR_CONTROL_ATTACH, .token = token };
+	int in[2] = { -1, -1 }, n;
+	int rc = ask_with_socket(&m, sock, in, 2, 2, &n);
+
+	*memfd = rc ? -1 : in[0];
+	*efd = rc ? -1 : in[1];
+	return rc;
+}
+
+int smcr_shm_resume(int sock, uint64_t *token, int fds[5], int *nfds)
+{
+	struct smcr_control_msg m = { .type = SMCR_CONTROL_RESUME };
+	int rc;
+
+	for (int i = 0; i < 5; i++)
+		fds[i] = -1;
+	rc = ask_with_socket(&m, sock, fds, 3, 5, nfds);
+	*token = m.token;
+	return rc;
+}
+
+void smcr_shm_withdraw(uint64_t token, int sock)
 {
 	struct smcr_control_msg m = { .type = SMCR_CONTROL_WITHDRAW, .token = token };
 
-	smcr_control_notify(&m);
+	smcr_control_notify(&m, &sock, sock >= 0);
 }

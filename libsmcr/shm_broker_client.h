@@ -6,11 +6,15 @@
  * the owner when it sleeps (by writing 8 bytes to it).
  *
  *   owner: fd = smcr_shm_memfd(n); mmap it; efd = smcr_shm_eventfd();
- *          smcr_shm_offer(sock, fd, n, efd, &token); close(fd); keep efd;
+ *          state = smcr_shm_memfd(s); mmap it;
+ *          smcr_shm_offer(sock, fd, n, efd, state, &token); close(fd); keep efd;
  *          send token to the peer (CLC); ...; read efd to take wake-ups;
- *          smcr_shm_withdraw(token) BEFORE the TCP socket is closed
+ *          smcr_shm_withdraw(token, sock) BEFORE the TCP socket is closed
  *   peer:  smcr_shm_attach(sock, token, &fd, &efd); mmap fd; close(fd);
  *          write 8 bytes to efd to wake the owner; close(efd) at the end
+ *   a process the owner's socket reached (SCM_RIGHTS, exec):
+ *          smcr_shm_resume(sock, &token, fds, &n): the state, buffer and
+ *          eventfd again, and the peer's buffer and eventfd if it offered
  *
  * Withdrawing before closing matters: the peer is recognised by the
  * connection's addresses, which must not be reusable while the offer is
@@ -38,11 +42,12 @@ int smcr_shm_eventfd(void);
 /*
  * Offers memfd (exactly bytes, a whole number of pages, from smcr_shm_memfd)
  * and the eventfd efd (from smcr_shm_eventfd) to the other end of TCP socket
- * sock; the offer's name in *token.  0, -ENOMEM (max_memory reached),
+ * sock, and leaves the connection's state (a memfd of a few pages, from
+ * smcr_shm_memfd) for smcr_shm_resume; the offer's name in *token.  0, -ENOMEM (max_memory reached),
  * -ENOTCONN (no smcrd), -EMFILE (smcrd holds too many unattached buffers),
  * -EINVAL (sock, memfd or efd unacceptable; logged).
  */
-int smcr_shm_offer(int sock, int memfd, uint64_t bytes, int efd, uint64_t *token);
+int smcr_shm_offer(int sock, int memfd, uint64_t bytes, int efd, int state, uint64_t *token);
 
 /*
  * The memfd and the eventfd that the other end of TCP socket sock offered as
@@ -53,7 +58,19 @@ int smcr_shm_offer(int sock, int memfd, uint64_t bytes, int efd, uint64_t *token
  */
 int smcr_shm_attach(int sock, uint64_t token, int *memfd, int *efd);
 
-/* Ends our offer token and returns its memory. */
-void smcr_shm_withdraw(uint64_t token);
+/*
+ * What was offered on sock itself (by this process or another that held
+ * it), into fds[]: the state, the memfd and the eventfd, and the other
+ * end's memfd and eventfd if it offered; all close-on-exec.  *nfds: 3 or 5;
+ * *token: the offer.  0, -ENOENT (nothing offered on sock: its connection
+ * is not on shared memory), -ENOTCONN (no smcrd).
+ */
+int smcr_shm_resume(int sock, uint64_t *token, int fds[5], int *nfds);
+
+/*
+ * Ends the offer token and returns its memory; sock (or -1) proves the
+ * right of a process that holds the offering socket but did not offer.
+ */
+void smcr_shm_withdraw(uint64_t token, int sock);
 
 #endif

@@ -36,43 +36,43 @@
  */
 static void rx_urg_mark(struct smc_conn *conn, struct smc_cursor mark)
 {
-	uint32_t at = mark.count ? mark.count - 1 : conn->rmb_size - 1;
+	uint32_t at = mark.count ? mark.count - 1 : conn->st->rmb_size - 1;
 
-	if (conn->rx_urg_state != SMC_URG_NONE && smc_cursor_equal(mark, conn->rx_urg_mark))
+	if (conn->st->rx_urg_state != SMC_URG_NONE && smc_cursor_equal(mark, conn->st->rx_urg_mark))
 		return;
-	if (!smc_cursor_newer(conn->rx_cons, mark))
+	if (!smc_cursor_newer(conn->st->rx_cons, mark))
 		return;
-	conn->rx_urg_mark = mark;
-	conn->rx_urg_state = SMC_URG_VALID;
-	conn->rx_urg_unpassed = true;
-	conn->rx_urg_byte = conn->rmb[at];
+	conn->st->rx_urg_mark = mark;
+	conn->st->rx_urg_state = SMC_URG_VALID;
+	conn->st->rx_urg_unpassed = true;
+	conn->st->rx_urg_byte = conn->rmb[at];
 }
 
 /* Applies a decoded CDC; false if it breaks the protocol. */
 static bool rx_cdc_apply(struct smc_conn *conn, const struct smc_cdc *cdc)
 {
 	/* the peer may fill the ring up to the consumer cursor we told it */
-	struct smc_cursor prod_limit = smc_cursor_add(conn->rx_confirmed, conn->rmb_size,
-						      conn->rmb_size);
+	struct smc_cursor prod_limit = smc_cursor_add(conn->st->rx_confirmed, conn->st->rmb_size,
+						      conn->st->rmb_size);
 	enum smc_cursor_update prod, cons;
 
-	if (cdc->token != conn->token ||
-	    !smc_cdc_valid_for(cdc, conn->rmb_size, conn->peer_rmb_size))
+	if (cdc->token != conn->st->token ||
+	    !smc_cdc_valid_for(cdc, conn->st->rmb_size, conn->st->peer_rmb_size))
 		return false;
-	prod = smc_cursor_check_update(conn->rx_prod, cdc->prod, prod_limit);
-	cons = smc_cursor_check_update(conn->tx_fin, cdc->cons, conn->tx_sent);
+	prod = smc_cursor_check_update(conn->st->rx_prod, cdc->prod, prod_limit);
+	cons = smc_cursor_check_update(conn->st->tx_fin, cdc->cons, conn->st->tx_sent);
 	if (prod == SMC_CURSOR_BAD || cons == SMC_CURSOR_BAD)
 		return false;
 	if (prod == SMC_CURSOR_ADVANCE)
-		conn->rx_prod = cdc->prod;
+		conn->st->rx_prod = cdc->prod;
 	if (cons == SMC_CURSOR_ADVANCE)
-		conn->tx_fin = cdc->cons;
-	conn->peer_prod_flags = cdc->prod_flags;
+		conn->st->tx_fin = cdc->cons;
+	conn->st->peer_prod_flags = cdc->prod_flags;
 	if (cdc->prod_flags & SMC_CDC_URG_DATA_PRESENT)
 		rx_urg_mark(conn, cdc->prod);
-	conn->peer_state |= cdc->conn_state_flags;
-	if (conn->peer_state & SMC_CDC_PEER_CONN_ABORT)
-		conn->err = ECONNRESET;
+	conn->st->peer_state |= cdc->conn_state_flags;
+	if (conn->st->peer_state & SMC_CDC_PEER_CONN_ABORT)
+		conn->st->err = ECONNRESET;
 	return true;
 }
 
@@ -82,7 +82,7 @@ int smc_rx_cdc_fetch(struct smc_conn *conn)
 	bool applied = false;
 	int rc;
 
-	while (!conn->err && (rc = conn->ops->recv_cdc(conn, msg)) != 0) {
+	while (!conn->st->err && (rc = conn->ops->recv_cdc(conn, msg)) != 0) {
 		struct smc_cdc cdc;
 
 		if (rc < 0 || smc_cdc_decode(msg, sizeof(msg), &cdc) || !rx_cdc_apply(conn, &cdc)) {
@@ -91,8 +91,8 @@ int smc_rx_cdc_fetch(struct smc_conn *conn)
 		}
 		applied = true;
 	}
-	if (conn->err)
-		return -conn->err;
+	if (conn->st->err)
+		return -conn->st->err;
 	/* the peer may have asked for our cursor, or said it is blocked */
 	return applied ? smc_tx_consumer_update(conn, false) : 0;
 }
@@ -114,9 +114,9 @@ int smc_rx_cdc_wait(struct smc_conn *conn, uint32_t since, uint64_t deadline)
 		/* rounded up: a wait that ends early only costs another turn */
 		timeout_ms = (int)((deadline - now + 999999) / 1000000);
 	}
-	pthread_mutex_unlock(&conn->lock);
+	smc_conn_unlock(conn);
 	rc = conn->ops->wait(conn, since, timeout_ms);
-	pthread_mutex_lock(&conn->lock);
+	smc_conn_lock(conn);
 	if (rc == -ENOTCONN) {
 		smc_rx_peer_lost(conn);
 		rc = 0;
@@ -130,7 +130,7 @@ void smc_rx_peer_lost(struct smc_conn *conn)
 	socklen_t len = sizeof(err);
 
 	smc_rx_cdc_fetch(conn);
-	if (conn->err || (conn->peer_state & SMC_CDC_PEER_CONN_CLOSED))
+	if (conn->st->err || (conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED))
 		return;
 	/*
 	 * The peer's TCP end closed without its CDC saying so: the process
@@ -140,11 +140,11 @@ void smc_rx_peer_lost(struct smc_conn *conn)
 	 */
 	if (conn->sock >= 0 && REAL(getsockopt)(conn->sock, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
 	    err) {
-		conn->err = err == EPIPE ? ECONNRESET : err;
+		conn->st->err = err == EPIPE ? ECONNRESET : err;
 		conn->ops->wake(conn);
 		return;
 	}
-	conn->peer_state |= SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED;
+	conn->st->peer_state |= SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED;
 	conn->ops->wake(conn);
 }
 
@@ -163,13 +163,13 @@ struct rx_pos {
 static size_t rx_take(struct smc_conn *conn, struct rx_pos *pos, struct smc_iov_iter *it,
 		      size_t max, int flags, bool copied, bool *at_mark)
 {
-	uint32_t size = conn->rmb_size;
-	uint32_t avail = smc_ring_readable(size, pos->at, conn->rx_prod);
+	uint32_t size = conn->st->rmb_size;
+	uint32_t avail = smc_ring_readable(size, pos->at, conn->st->rx_prod);
 	struct smc_ring_chunk chunk[2];
 	unsigned int chunks;
 
-	if (pos->urg_unpassed && !conn->oob_inline) {
-		uint32_t before = smc_cursor_diff(size, pos->at, conn->rx_urg_mark) - 1;
+	if (pos->urg_unpassed && !conn->st->oob_inline) {
+		uint32_t before = smc_cursor_diff(size, pos->at, conn->st->rx_urg_mark) - 1;
 
 		if (before == 0) {
 			if (copied) {
@@ -199,7 +199,7 @@ static size_t rx_take(struct smc_conn *conn, struct rx_pos *pos, struct smc_iov_
 		}
 	}
 	pos->at = smc_cursor_add(pos->at, size, avail);
-	if (pos->urg_unpassed && conn->oob_inline && !smc_cursor_newer(pos->at, conn->rx_urg_mark))
+	if (pos->urg_unpassed && conn->st->oob_inline && !smc_cursor_newer(pos->at, conn->st->rx_urg_mark))
 		pos->urg_unpassed = false;
 	return avail;
 }
@@ -207,10 +207,10 @@ static size_t rx_take(struct smc_conn *conn, struct rx_pos *pos, struct smc_iov_
 /* Consumes up to pos; reaching the urgent mark forces the update the sender waits for. */
 static int rx_consume(struct smc_conn *conn, const struct rx_pos *pos)
 {
-	bool passed_mark = conn->rx_urg_unpassed && !pos->urg_unpassed;
+	bool passed_mark = conn->st->rx_urg_unpassed && !pos->urg_unpassed;
 
-	conn->rx_cons = pos->at;
-	conn->rx_urg_unpassed = pos->urg_unpassed;
+	conn->st->rx_cons = pos->at;
+	conn->st->rx_urg_unpassed = pos->urg_unpassed;
 	return smc_tx_consumer_update(conn, passed_mark);
 }
 
@@ -220,22 +220,22 @@ static ssize_t rx_recv_urgent(struct smc_conn *conn, const struct iovec *iov, in
 	struct smc_iov_iter it = smc_iov_iter(iov, iovcnt);
 	ssize_t rc;
 
-	pthread_mutex_lock(&conn->lock);
+	smc_conn_lock(conn);
 	rc = smc_rx_cdc_fetch(conn);
 	if (rc == 0) {
-		if (conn->oob_inline || conn->rx_urg_state != SMC_URG_VALID) {
+		if (conn->st->oob_inline || conn->st->rx_urg_state != SMC_URG_VALID) {
 			rc = -EINVAL;
 		} else {
 			char *dst;
 
 			if (!(flags & MSG_TRUNC) && smc_iov_next(&it, 1, &dst))
-				*dst = (char)conn->rx_urg_byte;
+				*dst = (char)conn->st->rx_urg_byte;
 			if (!(flags & MSG_PEEK))
-				conn->rx_urg_state = SMC_URG_READ;
+				conn->st->rx_urg_state = SMC_URG_READ;
 			rc = 1;
 		}
 	}
-	pthread_mutex_unlock(&conn->lock);
+	smc_conn_unlock(conn);
 	return rc;
 }
 
@@ -245,7 +245,7 @@ ssize_t smc_rx_recv(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 	struct smc_iov_iter it = smc_iov_iter(iov, iovcnt);
 	size_t len = smc_iov_total(iov, iovcnt), copied = 0;
 	size_t target = (flags & MSG_WAITALL) ? len : 1;
-	uint64_t deadline = smc_rx_deadline(conn->rcv_timeout_ms);
+	uint64_t deadline = smc_rx_deadline(conn->st->rcv_timeout_ms);
 	bool at_mark = false;
 	struct rx_pos pos;
 	int rc = 0;
@@ -253,8 +253,8 @@ ssize_t smc_rx_recv(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 	if (flags & MSG_OOB)
 		return rx_recv_urgent(conn, iov, iovcnt, flags);
 	nonblock |= !!(flags & MSG_DONTWAIT);
-	pthread_mutex_lock(&conn->lock);
-	pos = (struct rx_pos){ .at = conn->rx_cons, .urg_unpassed = conn->rx_urg_unpassed };
+	smc_conn_lock(conn);
+	pos = (struct rx_pos){ .at = conn->st->rx_cons, .urg_unpassed = conn->st->rx_urg_unpassed };
 	while (copied < len) {
 		uint32_t since = conn->ops->events(conn);
 		struct smc_cursor before = pos.at;
@@ -274,8 +274,8 @@ ssize_t smc_rx_recv(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 			break;
 		if (n)
 			continue;	/* more may have come meanwhile */
-		if ((conn->peer_state & PEER_DONE) &&
-		    smc_ring_readable(conn->rmb_size, pos.at, conn->rx_prod) == 0)
+		if ((conn->st->peer_state & PEER_DONE) &&
+		    smc_ring_readable(conn->st->rmb_size, pos.at, conn->st->rx_prod) == 0)
 			break;		/* end of file */
 		if (nonblock) {
 			rc = -EAGAIN;
@@ -285,7 +285,7 @@ ssize_t smc_rx_recv(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 		if (rc)
 			break;
 	}
-	pthread_mutex_unlock(&conn->lock);
+	smc_conn_unlock(conn);
 	return copied ? (ssize_t)copied : rc;
 }
 
@@ -294,9 +294,9 @@ size_t smc_rx_readable_locked(struct smc_conn *conn)
 	size_t n = 0;
 
 	if (smc_rx_cdc_fetch(conn) == 0) {
-		n = smc_ring_readable(conn->rmb_size, conn->rx_cons, conn->rx_prod);
+		n = smc_ring_readable(conn->st->rmb_size, conn->st->rx_cons, conn->st->rx_prod);
 		/* the urgent byte is not in the stream */
-		if (conn->rx_urg_unpassed && !conn->oob_inline)
+		if (conn->st->rx_urg_unpassed && !conn->st->oob_inline)
 			n--;
 	}
 	return n;
@@ -306,9 +306,9 @@ size_t smc_rx_readable(struct smc_conn *conn)
 {
 	size_t n;
 
-	pthread_mutex_lock(&conn->lock);
+	smc_conn_lock(conn);
 	n = smc_rx_readable_locked(conn);
-	pthread_mutex_unlock(&conn->lock);
+	smc_conn_unlock(conn);
 	return n;
 }
 
@@ -316,9 +316,9 @@ bool smc_rx_urgent(struct smc_conn *conn)
 {
 	bool urgent;
 
-	pthread_mutex_lock(&conn->lock);
-	urgent = smc_rx_cdc_fetch(conn) == 0 && !conn->oob_inline &&
-		 conn->rx_urg_state == SMC_URG_VALID;
-	pthread_mutex_unlock(&conn->lock);
+	smc_conn_lock(conn);
+	urgent = smc_rx_cdc_fetch(conn) == 0 && !conn->st->oob_inline &&
+		 conn->st->rx_urg_state == SMC_URG_VALID;
+	smc_conn_unlock(conn);
 	return urgent;
 }

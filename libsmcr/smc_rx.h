@@ -3,7 +3,7 @@
  * connection, and the bytes they announce read out of our RMB.
  *
  * Functions return a count or a negative errno.  Except where marked
- * "under conn->lock", they take the connection's lock themselves.
+ * "under the connection lock", they take the connection's lock themselves.
  */
 #ifndef SMCR_SMC_RX_H
 #define SMCR_SMC_RX_H
@@ -36,13 +36,13 @@ ssize_t smc_rx_recv(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 
 /* Bytes a recv would return now (FIONREAD, POLLIN).  Fetches the latest CDC. */
 size_t smc_rx_readable(struct smc_conn *conn);
-size_t smc_rx_readable_locked(struct smc_conn *conn);	/* under conn->lock */
+size_t smc_rx_readable_locked(struct smc_conn *conn);	/* under the connection lock */
 
 /* An urgent byte waits for recv(MSG_OOB) (POLLPRI).  Fetches the latest CDC. */
 bool smc_rx_urgent(struct smc_conn *conn);
 
 /*
- * Under conn->lock: fetches and applies the CDCs the peer sent since the
+ * Under the connection lock: fetches and applies the CDCs the peer sent since the
  * last fetch, then sends a consumer update if one is due.  Returns
  * -conn->err once the connection has failed: the peer aborted, or broke
  * the protocol (a bad token or cursor; we then abort it).  Never blocks.
@@ -53,14 +53,14 @@ int smc_rx_cdc_fetch(struct smc_conn *conn);
 uint64_t smc_rx_deadline(int timeout_ms);
 
 /*
- * Under conn->lock, which it releases while it waits: waits for the peer
+ * Under the connection lock, which it releases while it waits: waits for the peer
  * (ops->wait) until events() moves from since.  Returns 0 (also
  * spuriously), -EAGAIN once deadline has passed, or -EINTR.
  */
 int smc_rx_cdc_wait(struct smc_conn *conn, uint32_t since, uint64_t deadline);
 
 /*
- * Under conn->lock: the TCP connection under conn ended (the transport's
+ * Under the connection lock: the TCP connection under conn ended (the transport's
  * wait said -ENOTCONN, or poll saw it).  Unless the peer's CDCs said it
  * closed, the peer is gone: a reset fails the connection (ECONNRESET), a
  * plain end of stream reads as the peer's close.

@@ -113,7 +113,6 @@ struct shm {
 	size_t peer_len;
 	int wake_fd;			/* ours: the peer writes it to wake us */
 	int peer_wake_fd;		/* the peer's */
-	uint32_t fetched;		/* mailbox seq of the last CDC fetched */
 	_Atomic uint32_t wakes;		/* wake() calls, part of events() */
 	_Atomic uint32_t wakes_seen;	/* wakes when wake_fd was last read */
 	struct smcr_spin spin;		/* how its waits went (spin.h) */
@@ -172,13 +171,12 @@ static void *map_region(int fd, uint64_t size)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-static int shm_create_rmb(struct smc_conn *conn, unsigned int size_class, int memfd,
-			  int wake_fd)
+/* Our region in memfd into a new priv of conn; 0 or a negative errno. */
+static int map_own(struct smc_conn *conn, int memfd, uint64_t len, int wake_fd)
 {
-	uint64_t len = smc_shm_region_size(size_class);
 	struct shm *shm;
 
-	if (size_class > SMC_RMB_MAX_CLASS_D || wake_fd < 0)
+	if (wake_fd < 0)
 		return -EINVAL;
 	shm = calloc(1, sizeof(*shm));
 	if (!shm)
@@ -193,13 +191,50 @@ static int shm_create_rmb(struct smc_conn *conn, unsigned int size_class, int me
 	shm->len = len;
 	shm->wake_fd = wake_fd;
 	shm->peer_wake_fd = -1;
+	conn->priv = shm;
+	conn->rmb = (uint8_t *)shm->ctl + SHM_CTL_SIZE;
+	return 0;
+}
+
+static int shm_create_rmb(struct smc_conn *conn, unsigned int size_class, int memfd,
+			  int wake_fd)
+{
+	int rc;
+
+	if (size_class > SMC_RMB_MAX_CLASS_D)
+		return -EINVAL;
+	rc = map_own(conn, memfd, smc_shm_region_size(size_class), wake_fd);
+	if (rc)
+		return rc;
+	struct shm *shm = conn->priv;
+
 	memset(shm->ctl, 0, sizeof(*shm->ctl));
 	shm->ctl->hdr.magic = SHM_MAGIC;
 	shm->ctl->hdr.rmb_size = smc_rmb_size(size_class);
 	atomic_store_explicit(&shm->ctl->armed, 1, memory_order_release);
-	conn->priv = shm;
-	conn->rmb = (uint8_t *)shm->ctl + SHM_CTL_SIZE;
-	conn->rmb_size = smc_rmb_size(size_class);
+	conn->st->rmb_size = smc_rmb_size(size_class);
+	return 0;
+}
+
+static int shm_map_rmb(struct smc_conn *conn, int memfd, int wake_fd)
+{
+	unsigned int size_class = smc_rmb_size_class(conn->st->rmb_size, SMC_RMB_MAX_CLASS_D);
+	int rc;
+
+	if (smc_rmb_size(size_class) != conn->st->rmb_size)
+		return -EPROTO;
+	rc = map_own(conn, memfd, smc_shm_region_size(size_class), wake_fd);
+	if (rc)
+		return rc;
+	struct shm *shm = conn->priv;
+
+	if (shm->ctl->hdr.magic != SHM_MAGIC || shm->ctl->hdr.rmb_size != conn->st->rmb_size) {
+		munmap(shm->ctl, shm->len);
+		free(shm);
+		conn->priv = NULL;
+		conn->rmb = NULL;
+		return -EPROTO;
+	}
 	return 0;
 }
 
@@ -232,7 +267,7 @@ static int shm_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_co
 	shm->peer_rmb = (uint8_t *)ctl + SHM_CTL_SIZE;
 	shm->peer_len = len;
 	shm->peer_wake_fd = peer_wake_fd;
-	conn->peer_rmb_size = smc_rmb_size(size_class);
+	conn->st->peer_rmb_size = smc_rmb_size(size_class);
 	return 0;
 }
 
@@ -240,7 +275,7 @@ static int shm_write(struct smc_conn *conn, uint32_t off, const void *src, uint3
 {
 	struct shm *shm = conn->priv;
 
-	if (off > conn->peer_rmb_size || len > conn->peer_rmb_size - off)
+	if (off > conn->st->peer_rmb_size || len > conn->st->peer_rmb_size - off)
 		return -EINVAL;
 	memcpy(shm->peer_rmb + off, src, len);
 	return 0;
@@ -275,13 +310,13 @@ static int shm_recv_cdc(struct smc_conn *conn, uint8_t msg[SMC_CDC_MSG_LEN])
 	do {
 		seq = atomic_load_explicit(&mbox->seq, memory_order_acquire);
 		/* an odd seq: the peer is mid-write; its last store moves events() */
-		if (seq == shm->fetched || (seq & 1))
+		if (seq == conn->st->cdc_fetched || (seq & 1))
 			return 0;
 		for (unsigned int i = 0; i < MBOX_WORDS; i++)
 			words[i] = atomic_load_explicit(&mbox->msg[i], memory_order_relaxed);
 		atomic_thread_fence(memory_order_acquire);
 	} while (atomic_load_explicit(&mbox->seq, memory_order_relaxed) != seq);
-	shm->fetched = seq;
+	conn->st->cdc_fetched = seq;
 	memcpy(msg, words, SMC_CDC_MSG_LEN);
 	return 1;
 }
@@ -412,6 +447,7 @@ static void shm_release(struct smc_conn *conn)
 const struct smc_transport_ops smc_shm_ops = {
 	.name = "shm",
 	.create_rmb = shm_create_rmb,
+	.map_rmb = shm_map_rmb,
 	.attach_peer = shm_attach_peer,
 	.write = shm_write,
 	.send_cdc = shm_send_cdc,

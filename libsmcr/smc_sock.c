@@ -3,13 +3,33 @@
  * exchange, the shared-memory buffers it sets up through smcrd's broker,
  * and the socket calls over it.
  *
- * fork().  A connection in use when the process forks lives on in two
- * processes, each with its own copy of the cursors, and only one of them
- * may go on using it (the usual pattern: one serves, the other closes).
- * Neither can know when the other is done, so from then on closing it does
- * not send the CDC close: the peer learns of the end from the TCP
- * connection, which ends when the last process closes it (smc_rx_peer_lost:
- * a plain end of stream reads as the peer's close).
+ * One connection, many processes.  A socket outlives the process that
+ * opened it: fork() copies it, SCM_RIGHTS passes it, exec keeps it.  So
+ * what the connection is - its phase, its CLC exchange, its cursors (struct
+ * sock_shared) - lives in one page of a memfd, which smcrd keeps with the
+ * connection's buffer (the broker's "state").  Every process holding the
+ * socket has its own view (struct smcr_sock): that page mapped, the
+ * transport's mappings and descriptors, and its own descriptor count.
+ *  - fork(): the child inherits the views, and the page is counted as held
+ *    once more (before the fork, so that a parent closing at once does not
+ *    end the connection under its child).
+ *  - SCM_RIGHTS and exec: a process that receives the socket, or starts
+ *    with it, asks smcrd for the state and buffers offered on it
+ *    (smcr_sock_adopt) and carries on where the other left off.  A message
+ *    carrying the socket holds it too while in flight (smcr_sock_passing),
+ *    so that a sender closing at once does not end it; its receiver takes
+ *    that hold over.
+ *  - A process whose view lacks the peer's buffer (another one finished the
+ *    CLC exchange) gets it from smcrd the same way when it next uses it.
+ * The last process to close the connection sends the CDC close (or abort)
+ * and withdraws the buffer.  A process that ends without closing keeps its
+ * count: the connection then ends without a CDC close, and the peer reads
+ * the end of the TCP connection as such (smc_rx_peer_lost).
+ *
+ * The buffer is offered to smcrd as soon as the handshake negotiated SMC,
+ * before the CLC exchange starts, so that whatever process holds the socket
+ * from then on can find its connection: a socket smcrd knows nothing of is
+ * plain TCP.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <netinet/in.h>
@@ -49,21 +70,41 @@
 /* sendfile and splice move bytes through a bounce buffer this large. */
 #define BOUNCE_SIZE 65536
 
-struct smcr_sock {
-	_Atomic unsigned int refs;
+/* What every process holding the connection shares: a page of a memfd (see the top). */
+struct sock_shared {
+	struct smc_conn_state conn;
+	struct smc_setup setup;
+	_Atomic unsigned int holders;   /* processes with a view of it, and messages */
+	_Atomic unsigned int in_flight; /* of which messages carrying it (SCM_RIGHTS) */
 	_Atomic int phase;              /* enum smcr_sock_phase */
-	bool active;                    /* a client */
 	_Atomic bool nonblock;          /* O_NONBLOCK, as the application set it */
-	_Atomic bool forked;            /* may live on in another process: see above */
+	bool active;                    /* a client */
 	bool linger_abort;              /* SO_LINGER with a zero timeout: close resets */
 	bool corked;                    /* TCP_CORK: sends wait for more, as MSG_MORE */
 	bool rd_shut;                   /* shutdown(SHUT_RD): reads never wait */
 	bool offered;                   /* our buffer is on offer as token */
+	enum smcr_reason offer_failed;  /* why it is not */
 	uint64_t token;
-	struct smc_setup setup;
+};
+
+#define STATE_BYTES 4096u
+_Static_assert(sizeof(struct sock_shared) <= STATE_BYTES, "the state outgrew its page");
+
+/* This process's view of a connection. */
+struct smcr_sock {
+	_Atomic unsigned int refs;      /* descriptors of this process naming it */
+	struct sock_shared *sh;
+	bool attached;                  /* conn has the peer's buffer */
+	bool lost;                      /* the view cannot be had: the connection is gone here */
 	struct smc_conn conn;
 	struct smcr_sock *prev, *next;  /* every connection of the process */
 };
+
+/* The phase as the state says it (smcr_sock_phase: as this process can use it). */
+static enum smcr_sock_phase phase_of(const struct smcr_sock *sk)
+{
+	return atomic_load_explicit(&sk->sh->phase, memory_order_acquire);
+}
 
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct smcr_sock *all;
@@ -107,11 +148,17 @@ static uint64_t local_gid(void)
 	return (uint64_t)tag << 32 | (uint32_t)getpid();
 }
 
-/* ---- the transport set up during the CLC exchange (smc_setup.h) ---- */
+/* ---- the buffer and the state, offered to smcrd ---- */
 
-static enum smcr_reason setup_prepare(void *ctx, struct smc_clc_accept_confirm *ours)
+static enum smcr_reason reason_of(int rc)
 {
-	struct smcr_sock *sk = ctx;
+	return rc == -ENOMEM ? SMCR_REASON_MEM : rc == -ENOTCONN || rc == -EMFILE ?
+	       SMCR_REASON_NOSMCDEV : SMCR_REASON_INTERR;
+}
+
+/* Our buffer for fd's connection, with the state memfd, on offer; the reason if not. */
+static enum smcr_reason offer(struct smcr_sock *sk, int fd, int state_fd)
+{
 	uint64_t bytes = smc_shm_region_size(RMB_SIZE_CLASS);
 	int memfd = smcr_shm_memfd(bytes), efd = smcr_shm_eventfd(), rc;
 
@@ -125,87 +172,247 @@ static enum smcr_reason setup_prepare(void *ctx, struct smc_clc_accept_confirm *
 	if (rc)
 		goto fail;
 	efd = -1;       /* the transport's now */
-	rc = smcr_shm_offer(sk->setup.sock, memfd, bytes, sk->conn.ops->wake_fd(&sk->conn),
-			    &sk->token);
+	rc = smcr_shm_offer(fd, memfd, bytes, sk->conn.ops->wake_fd(&sk->conn), state_fd,
+			    &sk->sh->token);
 	REAL(close)(memfd);
 	if (rc) {
 		sk->conn.ops->release(&sk->conn);
 		return rc == -ENOMEM ? SMCR_REASON_MEM : SMCR_REASON_NOSMCDEV;
 	}
-	sk->offered = true;
-	sk->conn.token = (uint32_t)sk->token;
-	ours->d.token = sk->token;
-	ours->d.dmbe_size = RMB_SIZE_CLASS;
+	sk->sh->offered = true;
+	sk->conn.st->token = (uint32_t)sk->sh->token;
 	return SMCR_REASON_NONE;
 fail:
 	if (memfd >= 0)
 		REAL(close)(memfd);
 	if (efd >= 0)
 		REAL(close)(efd);
-	smcr_log(SMCR_LOG_WARN, "fd %d: no buffer for SMC: %s", sk->setup.sock, strerror(-rc));
-	return rc == -ENOMEM ? SMCR_REASON_MEM : SMCR_REASON_INTERR;
+	smcr_log(SMCR_LOG_WARN, "fd %d: no buffer for SMC: %s", fd, strerror(-rc));
+	return reason_of(rc);
+}
+
+/* The peer's buffer and eventfd into our view, as its Accept or Confirm describes it. */
+static int attach_peer(struct smcr_sock *sk, const struct smc_clc_accept_confirm *peer,
+		       int memfd, int efd)
+{
+	int rc;
+
+	efd = smcr_fd_move_aside(efd);
+	rc = sk->conn.ops->attach_peer(&sk->conn, peer, memfd, efd);
+	REAL(close)(memfd);
+	if (rc)
+		REAL(close)(efd);
+	sk->attached = rc == 0;
+	return rc;
+}
+
+/* ---- the CLC exchange's transport (smc_setup.h) ---- */
+
+static enum smcr_reason setup_prepare(void *ctx, struct smc_clc_accept_confirm *ours)
+{
+	struct smcr_sock *sk = ctx;
+
+	if (!sk->sh->offered)
+		return sk->sh->offer_failed;
+	ours->d.token = sk->sh->token;
+	ours->d.dmbe_size = RMB_SIZE_CLASS;
+	return SMCR_REASON_NONE;
 }
 
 static enum smcr_reason setup_attach(void *ctx, const struct smc_clc_accept_confirm *peer)
 {
 	struct smcr_sock *sk = ctx;
-	int memfd, efd, rc = smcr_shm_attach(sk->setup.sock, peer->d.token, &memfd, &efd);
+	int memfd, efd, rc = smcr_shm_attach(sk->sh->setup.sock, peer->d.token, &memfd, &efd);
 
+	if (!rc)
+		rc = attach_peer(sk, peer, memfd, efd);
 	if (rc) {
-		smcr_log(SMCR_LOG_WARN, "fd %d: cannot map the peer's buffer: %s", sk->setup.sock,
-			 strerror(-rc));
+		smcr_log(SMCR_LOG_WARN, "fd %d: cannot use the peer's buffer: %s",
+			 sk->sh->setup.sock, strerror(-rc));
 		return SMCR_REASON_NOSMCDEV;
 	}
-	efd = smcr_fd_move_aside(efd);
-	rc = sk->conn.ops->attach_peer(&sk->conn, peer, memfd, efd);
-	REAL(close)(memfd);
-	if (rc) {
-		REAL(close)(efd);
-		smcr_log(SMCR_LOG_WARN, "fd %d: the peer's buffer is unusable: %s",
-			 sk->setup.sock, strerror(-rc));
-		return SMCR_REASON_NOSMCDEV;
-	}
-	sk->conn.peer_token = (uint32_t)peer->d.token;
+	sk->conn.st->peer_token = (uint32_t)peer->d.token;
 	return SMCR_REASON_NONE;
 }
 
 /* Gives our buffer back: the connection stays on TCP, or is over. */
-static void setup_abandon(void *ctx)
+static void withdraw(struct smcr_sock *sk, int fd)
 {
-	struct smcr_sock *sk = ctx;
-
-	if (sk->offered) {
-		smcr_shm_withdraw(sk->token);
-		sk->offered = false;
+	if (sk->sh->offered) {
+		smcr_shm_withdraw(sk->sh->token, fd);
+		sk->sh->offered = false;
 	}
 	if (sk->conn.priv)
 		sk->conn.ops->release(&sk->conn);
 }
 
-/* ---- life cycle ---- */
+static void setup_abandon(void *ctx)
+{
+	struct smcr_sock *sk = ctx;
 
-void smcr_sock_negotiated(int fd, bool active)
+	withdraw(sk, sk->sh->setup.sock);
+}
+
+/* ---- views ---- */
+
+/* A view of the state in state_fd (fresh: a new connection's, to be made). */
+static struct smcr_sock *view_new(int state_fd, bool fresh)
 {
 	struct smcr_sock *sk = calloc(1, sizeof(*sk));
-	int fl = REAL(fcntl)(fd, F_GETFL);
+	void *sh = sk ? mmap(NULL, STATE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, state_fd, 0)
+		      : MAP_FAILED;
 
-	if (!sk || smc_conn_init(&sk->conn, &smc_shm_ops)) {
+	if (sh == MAP_FAILED) {
 		free(sk);
-		smcr_log(SMCR_LOG_WARN, "fd %d: out of memory: the connection stays on TCP", fd);
-		return;
+		return NULL;
+	}
+	sk->sh = sh;
+	if (smc_conn_init(&sk->conn, &smc_shm_ops, &sk->sh->conn, fresh)) {
+		munmap(sh, STATE_BYTES);
+		free(sk);
+		return NULL;
 	}
 	atomic_init(&sk->refs, 1);
-	atomic_init(&sk->phase, SMCR_SOCK_IDLE);
-	atomic_init(&sk->nonblock, fl >= 0 && (fl & O_NONBLOCK));
-	sk->active = active;
 	pthread_mutex_lock(&all_lock);
 	sk->next = all;
 	if (all)
 		all->prev = sk;
 	all = sk;
 	pthread_mutex_unlock(&all_lock);
+	return sk;
+}
+
+static void view_free(struct smcr_sock *sk)
+{
+	smc_conn_destroy(&sk->conn);
+	pthread_mutex_lock(&all_lock);
+	if (sk->prev)
+		sk->prev->next = sk->next;
+	else
+		all = sk->next;
+	if (sk->next)
+		sk->next->prev = sk->prev;
+	pthread_mutex_unlock(&all_lock);
+	munmap(sk->sh, STATE_BYTES);
+	free(sk);
+}
+
+/*
+ * Under the connection lock: the transport of sk as another process left
+ * it, from what smcrd keeps for fd (fds: RESUME's answer, n of them).
+ * Our own buffer always; the peer's once the exchange has attached it.
+ */
+static int view_transport(struct smcr_sock *sk, int fd, const int *fds, int n)
+{
+	struct smc_clc_accept_confirm peer = {
+		.smc_type = SMC_TYPE_D,
+		.d = { .dmbe_size = (uint8_t)smc_rmb_size_class(sk->conn.st->peer_rmb_size,
+								SMC_RMB_MAX_CLASS_D) },
+	};
+	int efd = smcr_fd_move_aside(REAL(dup)(fds[2])), rc;
+
+	if (sk->conn.priv)
+		sk->conn.ops->release(&sk->conn);
+	sk->attached = false;
+	rc = efd < 0 ? -errno : sk->conn.ops->map_rmb(&sk->conn, fds[1], efd);
+	if (rc && efd >= 0)
+		REAL(close)(efd);
+	if (!rc && phase_of(sk) == SMCR_SOCK_SMC)
+		rc = n == 5 ? attach_peer(sk, &peer, REAL(dup)(fds[3]), REAL(dup)(fds[4])) : -ENOENT;
+	sk->conn.sock = fd;
+	return rc;
+}
+
+/* RESUME for fd: 0 and fds[0..*n), or a negative errno. */
+static int resume(int fd, uint64_t *token, int fds[5], int *n)
+{
+	int rc = smcr_shm_resume(fd, token, fds, n);
+
+	if (rc && rc != -ENOENT)
+		smcr_log(SMCR_LOG_WARN, "fd %d: smcrd cannot say where the connection is: %s", fd,
+			 strerror(-rc));
+	return rc;
+}
+
+static void close_all(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		REAL(close)(fds[i]);
+}
+
+/*
+ * Under the connection lock, on SMC: whether this process has the whole
+ * transport; if not, it gets it from smcrd.  False if it cannot: the
+ * connection is lost to this process.
+ */
+static bool view_complete(struct smcr_sock *sk, int fd)
+{
+	uint64_t token;
+	int fds[5], n;
+
+	if (sk->attached || sk->lost)
+		return sk->attached;
+	sk->lost = resume(fd, &token, fds, &n) || view_transport(sk, fd, fds, n);
+	close_all(fds, n);
+	if (sk->lost)
+		smcr_log(SMCR_LOG_WARN, "fd %d: this process cannot reach the connection's "
+			 "buffers", fd);
+	return !sk->lost;
+}
+
+/* ---- life cycle ---- */
+
+void smcr_sock_negotiated(int fd, bool active)
+{
+	int state_fd = smcr_shm_memfd(STATE_BYTES), fl = REAL(fcntl)(fd, F_GETFL);
+	struct smcr_sock *sk = state_fd >= 0 ? view_new(state_fd, true) : NULL;
+
+	if (!sk) {
+		if (state_fd >= 0)
+			REAL(close)(state_fd);
+		smcr_log(SMCR_LOG_WARN, "fd %d: out of memory: the connection stays on TCP", fd);
+		return;
+	}
+	atomic_init(&sk->sh->holders, 1);
+	atomic_init(&sk->sh->phase, SMCR_SOCK_IDLE);
+	atomic_init(&sk->sh->nonblock, fl >= 0 && (fl & O_NONBLOCK));
+	sk->sh->active = active;
+	sk->conn.sock = fd;
+	sk->sh->offer_failed = offer(sk, fd, state_fd);
+	REAL(close)(state_fd);
 	if (!smcr_fd_set_sock(fd, sk))
 		smcr_sock_put(sk, fd);
+}
+
+void smcr_sock_adopt(int fd, bool active)
+{
+	struct smcr_sock *sk = NULL;
+	uint64_t token;
+	int fds[5], n;
+
+	if (resume(fd, &token, fds, &n))
+		return;         /* not on shared memory: plain TCP */
+	sk = view_new(fds[0], false);
+	if (sk) {
+		unsigned int flying = atomic_load(&sk->sh->in_flight);
+
+		/* a message's hold becomes ours; with none (exec), one more */
+		while (flying && !atomic_compare_exchange_weak(&sk->sh->in_flight, &flying,
+								 flying - 1))
+			;
+		if (!flying)
+			atomic_fetch_add(&sk->sh->holders, 1);
+		sk->conn.sock = fd;
+		smc_conn_lock(&sk->conn);
+		if (phase_of(sk) <= SMCR_SOCK_SMC && view_transport(sk, fd, fds, n))
+			sk->lost = true;
+		smc_conn_unlock(&sk->conn);
+		smcr_log(SMCR_LOG_DEBUG, "fd %d: carrying on with its %s connection (%s)", fd,
+			 active ? "client" : "server", sk->lost ? "lost" : "whole");
+		if (!smcr_fd_set_sock(fd, sk))
+			smcr_sock_put(sk, fd);
+	}
+	close_all(fds, n);
 }
 
 struct smcr_sock *smcr_sock_get(struct smcr_sock *sk)
@@ -214,31 +421,25 @@ struct smcr_sock *smcr_sock_get(struct smcr_sock *sk)
 	return sk;
 }
 
-/* The last descriptor is closing: end the SMC connection first. */
-static void sock_close(struct smcr_sock *sk)
+/* This process's last descriptor of sk, fd, is closing; the last process's ends it. */
+static void sock_close(struct smcr_sock *sk, int fd)
 {
 	struct smc_conn *conn = &sk->conn;
-	bool forked = atomic_load(&sk->forked);
 
-	switch (smcr_sock_phase(sk)) {
-	case SMCR_SOCK_SMC:
-		if (!forked && (sk->linger_abort || smc_rx_readable(conn) > 0))
+	if (atomic_fetch_sub(&sk->sh->holders, 1) != 1)
+		return;
+	smc_conn_lock(conn);
+	if (phase_of(sk) == SMCR_SOCK_SMC && view_complete(sk, fd)) {
+		smc_conn_unlock(conn);
+		if (sk->sh->linger_abort || smc_rx_readable(conn) > 0)
 			smc_tx_abort(conn);     /* as TCP: unread data resets */
-		else if (!forked)
+		else
 			smc_tx_close(conn);
 		smcr_stat_add(shm_closed, 1);
-		break;
-	case SMCR_SOCK_SETUP:
-		/* forked: a child may finish the exchange with our offer */
-		if (sk->setup.prepared && !forked)
-			sk->setup.transport.abandon(sk->setup.transport.ctx);
-		break;
-	default:
-		break;
+		smc_conn_lock(conn);
 	}
-	if (sk->offered && !forked)
-		smcr_shm_withdraw(sk->token);
-	smc_conn_destroy(conn);
+	withdraw(sk, fd);
+	smc_conn_unlock(conn);
 }
 
 void smcr_sock_put(struct smcr_sock *sk, int fd)
@@ -252,48 +453,59 @@ void smcr_sock_put(struct smcr_sock *sk, int fd)
 		return;
 	}
 	sk->conn.sock = fd;             /* still open: the close of the last one is ours */
-	sock_close(sk);
-	pthread_mutex_lock(&all_lock);
-	if (sk->prev)
-		sk->prev->next = sk->next;
-	else
-		all = sk->next;
-	if (sk->next)
-		sk->next->prev = sk->prev;
-	pthread_mutex_unlock(&all_lock);
-	free(sk);
+	sock_close(sk, fd);
+	view_free(sk);
 	errno = saved_errno;
 }
 
-void smcr_sock_forked(void)
+void smcr_sock_passing(struct smcr_sock *sk, int count)
 {
-	/* both processes: called from fork's child and parent handlers */
+	atomic_fetch_add(&sk->sh->holders, (unsigned int)count);
+	atomic_fetch_add(&sk->sh->in_flight, (unsigned int)count);
+}
+
+/* fork(), before: every connection is about to be held by one process more. */
+void smcr_sock_fork_prepare(void)
+{
 	pthread_mutex_lock(&all_lock);
 	for (struct smcr_sock *sk = all; sk; sk = sk->next)
-		atomic_store(&sk->forked, true);
+		atomic_fetch_add(&sk->sh->holders, 1);
+}
+
+/* fork(), after, in the parent and the child. */
+void smcr_sock_fork_done(void)
+{
 	pthread_mutex_unlock(&all_lock);
 }
 
-enum smcr_sock_phase smcr_sock_phase(const struct smcr_sock *sk)
+enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk)
 {
-	return atomic_load_explicit(&sk->phase, memory_order_acquire);
+	enum smcr_sock_phase phase = phase_of(sk);
+
+	if (__builtin_expect(phase == SMCR_SOCK_SMC && !sk->attached, 0)) {
+		smc_conn_lock(&sk->conn);
+		if (!view_complete(sk, sk->conn.sock))
+			phase = SMCR_SOCK_RESET;
+		smc_conn_unlock(&sk->conn);
+	}
+	return phase;
 }
 
 /* ---- the CLC exchange ---- */
 
-/* Under conn->lock: the exchange of fd ended in state. */
+/* Under the connection lock: the exchange of fd ended in state. */
 static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 {
-	enum smcr_reason reason = sk->setup.reason;
+	enum smcr_reason reason = sk->sh->setup.reason;
 
 	if (state == SMC_SETUP_DONE) {
 		sk->conn.sock = fd;
-		if (sk->active)
+		if (sk->sh->active)
 			smcr_stat_add(shm_clients, 1);
 		else
 			smcr_stat_add(shm_servers, 1);
 		smcr_log(SMCR_LOG_DEBUG, "fd %d: SMC connection on %s", fd, sk->conn.ops->name);
-		atomic_store_explicit(&sk->phase, SMCR_SOCK_SMC, memory_order_release);
+		atomic_store_explicit(&sk->sh->phase, SMCR_SOCK_SMC, memory_order_release);
 		return;
 	}
 	smcr_fd_set_reason(fd, reason);
@@ -301,8 +513,8 @@ static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 		smcr_stat_add(fallbacks[reason], 1);
 		smcr_log(SMCR_LOG_DEBUG, "fd %d: CLC: staying on TCP: %s (0x%08x, peer 0x%08x)", fd,
 			 smcr_reason_name(reason), smcr_reason_code(reason),
-			 sk->setup.peer_diagnosis);
-		atomic_store_explicit(&sk->phase, SMCR_SOCK_TCP, memory_order_release);
+			 sk->sh->setup.peer_diagnosis);
+		atomic_store_explicit(&sk->sh->phase, SMCR_SOCK_TCP, memory_order_release);
 		return;
 	}
 	/* the stream holds half an exchange: no byte of it may reach the application */
@@ -314,38 +526,44 @@ static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 		 smcr_reason_name(reason), smcr_reason_code(reason));
 	REAL(connect)(fd, &unspec, sizeof(unspec));     /* sends the peer a reset */
 	errno = saved_errno;
-	atomic_store_explicit(&sk->phase, SMCR_SOCK_RESET, memory_order_release);
+	atomic_store_explicit(&sk->sh->phase, SMCR_SOCK_RESET, memory_order_release);
 }
 
 enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wait)
 {
-	enum smcr_sock_phase phase = smcr_sock_phase(sk);
+	enum smcr_sock_phase phase;
 	const struct smc_setup_transport transport = {
 		setup_prepare, setup_attach, setup_abandon, sk,
 	};
+	struct smc_setup *setup = &sk->sh->setup;
 
+	if (__builtin_expect(sk->conn.sock < 0, 0))
+		sk->conn.sock = fd;     /* the one it was known by was closed: see put */
+	phase = smcr_sock_phase(sk);
 	if (phase >= SMCR_SOCK_SMC)
 		return phase;
-	pthread_mutex_lock(&sk->conn.lock);
-	phase = smcr_sock_phase(sk);
+	smc_conn_lock(&sk->conn);
+	phase = phase_of(sk);
 	if (phase == SMCR_SOCK_IDLE) {
-		if (sk->active)
-			smc_setup_client(&sk->setup, fd, local_gid(), &transport);
+		if (sk->sh->active)
+			smc_setup_client(setup, fd, local_gid(), &transport);
 		else
-			smc_setup_server(&sk->setup, fd, local_gid(), &transport);
+			smc_setup_server(setup, fd, local_gid(), &transport);
 		phase = SMCR_SOCK_SETUP;
-		atomic_store_explicit(&sk->phase, phase, memory_order_release);
+		atomic_store_explicit(&sk->sh->phase, phase, memory_order_release);
 	}
 	if (phase == SMCR_SOCK_SETUP) {
-		bool wait = may_wait && !atomic_load(&sk->nonblock);
+		bool wait = may_wait && !atomic_load(&sk->sh->nonblock);
 
-		sk->setup.sock = fd;
-		smc_setup_progress(&sk->setup, wait ? SMC_CLC_WAIT_MS : 0);
-		if (smc_setup_final(&sk->setup))
-			conclude(sk, fd, sk->setup.state);
-		phase = smcr_sock_phase(sk);
+		/* the exchange may have begun in another process: ours are these */
+		setup->sock = fd;
+		setup->transport = transport;
+		smc_setup_progress(setup, wait ? SMC_CLC_WAIT_MS : 0);
+		if (smc_setup_final(setup))
+			conclude(sk, fd, setup->state);
+		phase = phase_of(sk);
 	}
-	pthread_mutex_unlock(&sk->conn.lock);
+	smc_conn_unlock(&sk->conn);
 	if (phase != SMCR_SOCK_SETUP)
 		smcr_readiness_changed(fd);
 	return phase;
@@ -411,15 +629,15 @@ static ssize_t result(ssize_t n)
 ssize_t smcr_sock_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt, int flags)
 {
 	const int known = MSG_PEEK | MSG_WAITALL | MSG_TRUNC | MSG_OOB | MSG_DONTWAIT;
-	bool nonblock = atomic_load_explicit(&sk->nonblock, memory_order_relaxed) || sk->rd_shut;
+	bool nonblock = atomic_load_explicit(&sk->sh->nonblock, memory_order_relaxed) || sk->sh->rd_shut;
 	ssize_t n;
 
 	if (!usable(sk, iovcnt))
 		return -1;
 	do
 		n = smc_rx_recv(&sk->conn, iov, iovcnt, flags & known, nonblock);
-	while (n == -EINTR && restarts(sk->conn.rcv_timeout_ms));
-	if (n == -EAGAIN && sk->rd_shut)
+	while (n == -EINTR && restarts(sk->conn.st->rcv_timeout_ms));
+	if (n == -EAGAIN && sk->sh->rd_shut)
 		n = 0;  /* after SHUT_RD, an empty buffer reads as end of file */
 	if (n > 0)
 		smcr_stat_add(shm_bytes_in, n);
@@ -428,17 +646,17 @@ ssize_t smcr_sock_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt
 
 ssize_t smcr_sock_send(struct smcr_sock *sk, const struct iovec *iov, int iovcnt, int flags)
 {
-	bool nonblock = atomic_load_explicit(&sk->nonblock, memory_order_relaxed);
+	bool nonblock = atomic_load_explicit(&sk->sh->nonblock, memory_order_relaxed);
 	int smc_flags = flags & (MSG_OOB | MSG_MORE | MSG_DONTWAIT);
 	ssize_t n;
 
 	if (!usable(sk, iovcnt))
 		return -1;
-	if (sk->corked)
+	if (sk->sh->corked)
 		smc_flags |= MSG_MORE;
 	do
 		n = smc_tx_send(&sk->conn, iov, iovcnt, smc_flags, nonblock);
-	while (n == -EINTR && restarts(sk->conn.snd_timeout_ms));
+	while (n == -EINTR && restarts(sk->conn.st->snd_timeout_ms));
 	if (n > 0)
 		smcr_stat_add(shm_bytes_out, n);
 	if (n == -EPIPE && !(flags & MSG_NOSIGNAL))
@@ -497,7 +715,7 @@ fail:
 ssize_t smcr_sock_splice_in(struct smcr_sock *sk, int pipe_fd, size_t len, unsigned int flags)
 {
 	size_t want = len < BOUNCE_SIZE ? len : BOUNCE_SIZE;
-	bool nonblock = atomic_load(&sk->nonblock) || (flags & SPLICE_F_NONBLOCK);
+	bool nonblock = atomic_load(&sk->sh->nonblock) || (flags & SPLICE_F_NONBLOCK);
 	char buf[4096], *big = want > sizeof(buf) ? malloc(want) : buf;
 	ssize_t n, m;
 
@@ -510,9 +728,9 @@ ssize_t smcr_sock_splice_in(struct smcr_sock *sk, int pipe_fd, size_t len, unsig
 		goto out;
 	}
 	if (nonblock) {
-		pthread_mutex_lock(&sk->conn.lock);
+		smc_conn_lock(&sk->conn);
 		uint32_t room = smc_tx_room_locked(&sk->conn);
-		pthread_mutex_unlock(&sk->conn.lock);
+		smc_conn_unlock(&sk->conn);
 		if (room == 0 && !smc_tx_writable(&sk->conn)) {
 			errno = EAGAIN;
 			n = -1;
@@ -569,7 +787,7 @@ int smcr_sock_shutdown(struct smcr_sock *sk, int fd, int how)
 		return REAL(shutdown)(fd, how);
 	/* the TCP connection stays whole: its end is how the peer learns we are gone */
 	if (how != SHUT_WR) {
-		sk->rd_shut = true;
+		sk->sh->rd_shut = true;
 		sk->conn.ops->wake(&sk->conn);
 	}
 	if (how != SHUT_RD)
@@ -579,7 +797,7 @@ int smcr_sock_shutdown(struct smcr_sock *sk, int fd, int how)
 
 void smcr_sock_set_nonblock(struct smcr_sock *sk, bool nonblock)
 {
-	atomic_store(&sk->nonblock, nonblock);
+	atomic_store(&sk->sh->nonblock, nonblock);
 }
 
 /* ---- control ---- */
@@ -594,20 +812,20 @@ bool smcr_sock_ioctl(struct smcr_sock *sk, unsigned long request, void *arg, int
 		*rc = 0;
 		return true;
 	case SIOCOUTQ: {        /* written, not yet read by the peer */
-		pthread_mutex_lock(&sk->conn.lock);
-		*(int *)arg = (int)smc_ring_readable(sk->conn.peer_rmb_size, sk->conn.tx_fin,
-						     sk->conn.tx_prep);
-		pthread_mutex_unlock(&sk->conn.lock);
+		smc_conn_lock(&sk->conn);
+		*(int *)arg = (int)smc_ring_readable(sk->conn.st->peer_rmb_size, sk->conn.st->tx_fin,
+						     sk->conn.st->tx_prep);
+		smc_conn_unlock(&sk->conn);
 		*rc = 0;
 		return true;
 	}
 	case SIOCATMARK:
-		pthread_mutex_lock(&sk->conn.lock);
+		smc_conn_lock(&sk->conn);
 		/* the next byte is the urgent one (rx_urg_mark is just after it) */
-		*(int *)arg = sk->conn.rx_urg_unpassed &&
-			      smc_cursor_diff(sk->conn.rmb_size, sk->conn.rx_cons,
-					      sk->conn.rx_urg_mark) == 1;
-		pthread_mutex_unlock(&sk->conn.lock);
+		*(int *)arg = sk->conn.st->rx_urg_unpassed &&
+			      smc_cursor_diff(sk->conn.st->rmb_size, sk->conn.st->rx_cons,
+					      sk->conn.st->rx_urg_mark) == 1;
+		smc_conn_unlock(&sk->conn);
 		*rc = 0;
 		return true;
 	default:
@@ -624,9 +842,9 @@ bool smcr_sock_getsockopt(struct smcr_sock *sk, int level, int name, void *value
 	if (level != SOL_SOCKET || name != SO_ERROR || smcr_sock_phase(sk) != SMCR_SOCK_SMC ||
 	    !value || !len || *len < (socklen_t)sizeof(int))
 		return false;
-	pthread_mutex_lock(&sk->conn.lock);
-	err = sk->conn.err;
-	pthread_mutex_unlock(&sk->conn.lock);
+	smc_conn_lock(&sk->conn);
+	err = sk->conn.st->err;
+	smc_conn_unlock(&sk->conn);
 	if (!err)
 		return false;
 	*(int *)value = err;
@@ -649,25 +867,25 @@ void smcr_sock_setsockopt(struct smcr_sock *sk, int level, int name, const void 
 {
 	int on = value && len >= (socklen_t)sizeof(int) ? *(const int *)value : 0;
 
-	pthread_mutex_lock(&sk->conn.lock);
+	smc_conn_lock(&sk->conn);
 	if (level == SOL_SOCKET && name == SO_RCVTIMEO)
-		sk->conn.rcv_timeout_ms = timeout_ms(value, len);
+		sk->conn.st->rcv_timeout_ms = timeout_ms(value, len);
 	else if (level == SOL_SOCKET && name == SO_SNDTIMEO)
-		sk->conn.snd_timeout_ms = timeout_ms(value, len);
+		sk->conn.st->snd_timeout_ms = timeout_ms(value, len);
 	else if (level == SOL_SOCKET && name == SO_OOBINLINE)
-		sk->conn.oob_inline = on;
+		sk->conn.st->oob_inline = on;
 	else if (level == SOL_SOCKET && name == SO_LINGER && len >= (socklen_t)sizeof(struct linger))
-		sk->linger_abort = ((const struct linger *)value)->l_onoff &&
+		sk->sh->linger_abort = ((const struct linger *)value)->l_onoff &&
 				   !((const struct linger *)value)->l_linger;
-	pthread_mutex_unlock(&sk->conn.lock);
+	smc_conn_unlock(&sk->conn);
 	if (level == IPPROTO_TCP && name == TCP_CORK) {
-		sk->corked = on;
+		sk->sh->corked = on;
 		if (!on && smcr_sock_phase(sk) == SMCR_SOCK_SMC) {
 			/* uncorking sends what waits */
-			pthread_mutex_lock(&sk->conn.lock);
-			if (!smc_cursor_equal(sk->conn.tx_sent, sk->conn.tx_prep))
+			smc_conn_lock(&sk->conn);
+			if (!smc_cursor_equal(sk->conn.st->tx_sent, sk->conn.st->tx_prep))
 				smc_tx_cdc_send(&sk->conn);
-			pthread_mutex_unlock(&sk->conn.lock);
+			smc_conn_unlock(&sk->conn);
 		}
 	}
 }
@@ -687,20 +905,20 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 	default:
 		return 0;
 	}
-	pthread_mutex_lock(&conn->lock);
-	if (smc_rx_readable_locked(conn) > 0 || sk->rd_shut)
+	smc_conn_lock(conn);
+	if (smc_rx_readable_locked(conn) > 0 || sk->sh->rd_shut)
 		mask |= POLLIN | POLLRDNORM;
-	if (conn->peer_state & (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED))
+	if (conn->st->peer_state & (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED))
 		mask |= POLLIN | POLLRDNORM | POLLRDHUP;
 	if (smc_tx_writable_locked(conn))
 		mask |= POLLOUT | POLLWRNORM;
-	if (!conn->oob_inline && conn->rx_urg_state == SMC_URG_VALID)
+	if (!conn->st->oob_inline && conn->st->rx_urg_state == SMC_URG_VALID)
 		mask |= POLLPRI;
-	if (conn->err)
+	if (conn->st->err)
 		mask |= POLLERR | POLLHUP | POLLIN | POLLOUT;
-	else if ((mask & POLLRDHUP) && (conn->local_state & SMC_CDC_PEER_DONE_WRITING))
+	else if ((mask & POLLRDHUP) && (conn->st->local_state & SMC_CDC_PEER_DONE_WRITING))
 		mask |= POLLHUP;
-	pthread_mutex_unlock(&conn->lock);
+	smc_conn_unlock(conn);
 	return mask;
 }
 
@@ -723,7 +941,7 @@ void smcr_sock_tcp_ended(struct smcr_sock *sk)
 {
 	if (smcr_sock_phase(sk) != SMCR_SOCK_SMC)
 		return;
-	pthread_mutex_lock(&sk->conn.lock);
+	smc_conn_lock(&sk->conn);
 	smc_rx_peer_lost(&sk->conn);
-	pthread_mutex_unlock(&sk->conn.lock);
+	smc_conn_unlock(&sk->conn);
 }

@@ -9,7 +9,10 @@
  * there), and on at every later call, which waits only where the call would
  * (a blocking read or write).  connect() never waits for the server: it may
  * be this very thread, about to accept().  A server that accepts, forks and
- * leaves the connection to its child needs no more of it than that.
+ * leaves the connection to its child needs no more of it than that.  The
+ * connection's state is shared by every process holding the socket
+ * (smc_sock.c): after fork(), over SCM_RIGHTS or across exec, whichever
+ * process uses it next carries on.
  *
  * The descriptor table (fdtable.h) holds one reference per descriptor
  * naming the connection (dup() adds one); the last one closes the SMC
@@ -36,11 +39,19 @@ enum smcr_sock_phase {
 /* The handshake of fd (active: a client) negotiated SMC. */
 void smcr_sock_negotiated(int fd, bool active);
 
+/*
+ * fd, a connected TCP socket whose handshake negotiated SMC, came to this
+ * process from another (SCM_RIGHTS, exec): carry on with its connection
+ * where that process left it, if smcrd knows it (else it is plain TCP).
+ */
+void smcr_sock_adopt(int fd, bool active);
+
 /* References held by the descriptor table (fdtable.c). */
 struct smcr_sock *smcr_sock_get(struct smcr_sock *sk);
 void smcr_sock_put(struct smcr_sock *sk, int fd);
 
-enum smcr_sock_phase smcr_sock_phase(const struct smcr_sock *sk);
+/* Its phase, as this process can use it (RESET if it cannot reach the buffers). */
+enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk);
 
 /*
  * Drives the CLC exchange of fd as far as it goes without waiting, or
@@ -90,7 +101,11 @@ int smcr_sock_wake_fd(struct smcr_sock *sk);
 /* The TCP connection ended (poll or epoll saw it): settle the SMC connection. */
 void smcr_sock_tcp_ended(struct smcr_sock *sk);
 
-/* fork(): connections now live in two processes (see smc_sock.c). */
-void smcr_sock_forked(void);
+/* A message carries sk to another process (count 1), or did not after all (-1). */
+void smcr_sock_passing(struct smcr_sock *sk, int count);
+
+/* fork() handlers: before, and after in both processes (see smc_sock.c). */
+void smcr_sock_fork_prepare(void);
+void smcr_sock_fork_done(void);
 
 #endif

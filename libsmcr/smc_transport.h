@@ -14,6 +14,7 @@
 #ifndef SMCR_SMC_TRANSPORT_H
 #define SMCR_SMC_TRANSPORT_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -61,7 +62,7 @@ struct smc_conn;
 
 /*
  * The send and receive paths call write, send_cdc and recv_cdc with
- * conn->lock held; events, wait and wake need no lock (a waiter sleeps
+ * the connection lock held; events, wait and wake need no lock (a waiter sleeps
  * without it, wake comes from another thread).  Errors are negative errno
  * values.
  */
@@ -71,13 +72,20 @@ struct smc_transport_ops {
 	/*
 	 * Sets up our RMB of smc_rmb_size(size_class) bytes in the memory of
 	 * memfd (granted by smcrd; the transport says how many bytes it needs)
-	 * and fills in conn->rmb, conn->rmb_size and conn->priv.  The memfd is
+	 * and fills in conn->rmb, conn->st->rmb_size and conn->priv.  The memfd is
 	 * not kept: the caller closes it when it likes.  wake_fd (shared
 	 * memory: an eventfd the peer writes to wake us; -1 for a transport
 	 * with its own) is kept from success on, and closed by release.
 	 */
 	int (*create_rmb)(struct smc_conn *conn, unsigned int size_class, int memfd,
 			  int wake_fd);
+
+	/*
+	 * The same RMB as create_rmb set it up, maybe in another process (the
+	 * connection changed hands: smc_sock.c): mapped again, checked, not
+	 * touched.  Fills in conn->rmb and conn->priv; wake_fd as create_rmb.
+	 */
+	int (*map_rmb)(struct smc_conn *conn, int memfd, int wake_fd);
 
 	/*
 	 * Attaches the peer's RMB as its Accept or Confirm described it
@@ -118,7 +126,7 @@ struct smc_transport_ops {
 	uint32_t (*events)(struct smc_conn *conn);
 
 	/*
-	 * Waits, with conn->lock released, until events() moves from since:
+	 * Waits, with the connection lock released, until events() moves from since:
 	 * spins briefly, then sleeps.  timeout_ms < 0 waits for ever.  Returns
 	 * 0 (also spuriously: the caller looks again), -ETIMEDOUT, -EINTR, or
 	 * -ENOTCONN when the TCP connection under conn (conn->sock) has
@@ -154,20 +162,22 @@ enum smc_urg_state {
 };
 
 /*
- * One connection.  The send and receive paths (smc_tx.c, smc_rx.c) own the
- * fields after ops/priv, under lock; whoever sets the connection up fills
- * in tokens and timeouts and calls ops->create_rmb and ops->attach_peer.
+ * One connection, in two parts.  Its state (struct smc_conn_state) is what
+ * every process using the connection shares: it lives in shared memory
+ * (smc_sock.c), so that after fork(), or with the socket passed to another
+ * process, whichever process calls next carries on where the last left
+ * off.  Its lock is therefore process-shared, and robust: a process that
+ * dies holding it may have left a change half made, and the connection
+ * fails (ECONNRESET) instead of going on from a state nobody can trust.
+ * The send and receive paths (smc_tx.c, smc_rx.c) own the fields after
+ * the timeouts, under the lock; whoever sets the connection up fills in
+ * tokens and timeouts and calls ops->create_rmb and ops->attach_peer.
  */
-struct smc_conn {
-	pthread_mutex_t lock;		/* one thread at a time; released while waiting */
-	const struct smc_transport_ops *ops;
-	void *priv;			/* the transport's */
-
-	int sock;			/* the TCP connection: its end is the peer's end */
+struct smc_conn_state {
+	pthread_mutex_t lock;		/* one thread of one process at a time */
 	uint32_t token;			/* ours: the peer puts it in every CDC it sends */
 	uint32_t peer_token;		/* the peer's: we put it in ours */
-	uint8_t *rmb;			/* our RMB, the ring the peer writes and we read */
-	uint32_t rmb_size;
+	uint32_t rmb_size;		/* our RMB, the ring the peer writes and we read */
 	uint32_t peer_rmb_size;
 	int rcv_timeout_ms;		/* SO_RCVTIMEO, SO_SNDTIMEO; 0: none */
 	int snd_timeout_ms;
@@ -191,6 +201,7 @@ struct smc_conn {
 	bool rx_urg_unpassed;		/* rx_cons has not yet reached rx_urg_mark */
 	struct smc_cursor rx_urg_mark;	/* just after the peer's last urgent byte */
 	uint8_t rx_urg_byte;
+	uint32_t cdc_fetched;		/* the transport's: which CDC it fetched last */
 
 	/* Close: SMC_CDC_PEER_DONE_WRITING, _CONN_CLOSED, _CONN_ABORT. */
 	uint8_t local_state;		/* what we told the peer; set bits stay set */
@@ -198,19 +209,54 @@ struct smc_conn {
 	int err;			/* 0, or the errno every call fails with from now on */
 };
 
-static inline int smc_conn_init(struct smc_conn *conn, const struct smc_transport_ops *ops)
+/* A process's view of a connection: the state, and the transport as this process holds it. */
+struct smc_conn {
+	struct smc_conn_state *st;
+	const struct smc_transport_ops *ops;
+	void *priv;			/* the transport's, for this process */
+	int sock;			/* the TCP connection: its end is the peer's end */
+	uint8_t *rmb;			/* our RMB, as mapped here */
+};
+
+/* A view of st, which is new (zeroed here, its lock made) when fresh. */
+static inline int smc_conn_init(struct smc_conn *conn, const struct smc_transport_ops *ops,
+				struct smc_conn_state *st, bool fresh)
 {
-	memset(conn, 0, sizeof(*conn));
-	conn->ops = ops;
-	conn->sock = -1;
-	return -pthread_mutex_init(&conn->lock, NULL);
+	pthread_mutexattr_t attr;
+	int rc = 0;
+
+	*conn = (struct smc_conn){ .st = st, .ops = ops, .sock = -1 };
+	if (!fresh)
+		return 0;
+	memset(st, 0, sizeof(*st));
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+	rc = pthread_mutex_init(&st->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
+	return -rc;
 }
 
+/* Ends this process's view (the state stays for other processes). */
 static inline void smc_conn_destroy(struct smc_conn *conn)
 {
 	if (conn->priv)
 		conn->ops->release(conn);
-	pthread_mutex_destroy(&conn->lock);
+}
+
+static inline void smc_conn_lock(struct smc_conn *conn)
+{
+	if (pthread_mutex_lock(&conn->st->lock) == EOWNERDEAD) {
+		/* its holder died half-way through a change: see above */
+		pthread_mutex_consistent(&conn->st->lock);
+		if (!conn->st->err)
+			conn->st->err = ECONNRESET;
+	}
+}
+
+static inline void smc_conn_unlock(struct smc_conn *conn)
+{
+	pthread_mutex_unlock(&conn->st->lock);
 }
 
 #endif

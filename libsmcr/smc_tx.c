@@ -28,32 +28,32 @@
  */
 static bool tx_urg_outstanding(struct smc_conn *conn)
 {
-	if (conn->tx_urg_outstanding && smc_cursor_equal(conn->tx_fin, conn->tx_urg_mark))
-		conn->tx_urg_outstanding = false;
-	return conn->tx_urg_outstanding;
+	if (conn->st->tx_urg_outstanding && smc_cursor_equal(conn->st->tx_fin, conn->st->tx_urg_mark))
+		conn->st->tx_urg_outstanding = false;
+	return conn->st->tx_urg_outstanding;
 }
 
 int smc_tx_cdc_send(struct smc_conn *conn)
 {
 	uint8_t msg[SMC_CDC_MSG_LEN];
 	struct smc_cdc cdc = {
-		.seqno = ++conn->tx_seqno,
-		.token = conn->peer_token,
-		.prod = conn->tx_prep,
-		.cons = conn->rx_cons,
-		.conn_state_flags = conn->local_state,
+		.seqno = ++conn->st->tx_seqno,
+		.token = conn->st->peer_token,
+		.prod = conn->st->tx_prep,
+		.cons = conn->st->rx_cons,
+		.conn_state_flags = conn->st->local_state,
 	};
 	int rc;
 
-	if (conn->write_blocked)
+	if (conn->st->write_blocked)
 		cdc.prod_flags |= SMC_CDC_WRITE_BLOCKED;
 	if (tx_urg_outstanding(conn))
 		cdc.prod_flags |= SMC_CDC_URG_DATA_PENDING | SMC_CDC_URG_DATA_PRESENT;
 	smc_cdc_encode(&cdc, msg);
 	rc = conn->ops->send_cdc(conn, msg);
 	if (rc == 0) {
-		conn->tx_sent = conn->tx_prep;
-		conn->rx_confirmed = conn->rx_cons;
+		conn->st->tx_sent = conn->st->tx_prep;
+		conn->st->rx_confirmed = conn->st->rx_cons;
 	}
 	return rc;
 }
@@ -61,26 +61,26 @@ int smc_tx_cdc_send(struct smc_conn *conn)
 int smc_tx_consumer_update(struct smc_conn *conn, bool force)
 {
 	struct smc_cdc_rx_view view = {
-		.rmb_size = conn->rmb_size,
-		.cons = conn->rx_cons,
-		.confirmed = conn->rx_confirmed,
-		.peer_prod = conn->rx_prod,
-		.peer_prod_flags = conn->peer_prod_flags,
+		.rmb_size = conn->st->rmb_size,
+		.cons = conn->st->rx_cons,
+		.confirmed = conn->st->rx_confirmed,
+		.peer_prod = conn->st->rx_prod,
+		.peer_prod_flags = conn->st->peer_prod_flags,
 	};
 
 	if (!smc_cdc_cons_update_due(&view, force))
 		return 0;
 	/* answered: the peer asks again in its next CDC if it still wants to */
-	conn->peer_prod_flags &= ~SMC_CDC_CONS_UPDATE_REQ;
+	conn->st->peer_prod_flags &= ~SMC_CDC_CONS_UPDATE_REQ;
 	return smc_tx_cdc_send(conn);
 }
 
 /* What a send fails with now, or 0. */
 static int tx_error(const struct smc_conn *conn)
 {
-	if (conn->err)
-		return -conn->err;
-	if ((conn->local_state & CLOSE_STATE_FLAGS) || (conn->peer_state & SMC_CDC_PEER_CONN_CLOSED))
+	if (conn->st->err)
+		return -conn->st->err;
+	if ((conn->st->local_state & CLOSE_STATE_FLAGS) || (conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED))
 		return -EPIPE;
 	return 0;
 }
@@ -90,14 +90,14 @@ static uint32_t tx_room(struct smc_conn *conn)
 {
 	if (tx_urg_outstanding(conn))
 		return 0;
-	return smc_ring_writable(conn->peer_rmb_size, conn->tx_fin, conn->tx_prep);
+	return smc_ring_writable(conn->st->peer_rmb_size, conn->st->tx_fin, conn->st->tx_prep);
 }
 
 /* Copies the next n bytes of it (n <= tx_room) into the peer's RMB at tx_prep. */
 static int tx_write(struct smc_conn *conn, struct smc_iov_iter *it, uint32_t n)
 {
 	struct smc_ring_chunk chunk[2];
-	unsigned int chunks = smc_ring_split(conn->peer_rmb_size, conn->tx_prep.count, n, chunk);
+	unsigned int chunks = smc_ring_split(conn->st->peer_rmb_size, conn->st->tx_prep.count, n, chunk);
 
 	for (unsigned int i = 0; i < chunks; i++) {
 		uint32_t off = chunk[i].off, left = chunk[i].len;
@@ -113,7 +113,7 @@ static int tx_write(struct smc_conn *conn, struct smc_iov_iter *it, uint32_t n)
 			left -= len;
 		}
 	}
-	conn->tx_prep = smc_cursor_add(conn->tx_prep, conn->peer_rmb_size, n);
+	conn->st->tx_prep = smc_cursor_add(conn->st->tx_prep, conn->st->peer_rmb_size, n);
 	return 0;
 }
 
@@ -122,15 +122,15 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 {
 	struct smc_iov_iter it = smc_iov_iter(iov, iovcnt);
 	size_t total = smc_iov_total(iov, iovcnt), sent = 0;
-	uint64_t deadline = smc_rx_deadline(conn->snd_timeout_ms);
+	uint64_t deadline = smc_rx_deadline(conn->st->snd_timeout_ms);
 	int rc;
 
 	nonblock |= !!(flags & MSG_DONTWAIT);
-	pthread_mutex_lock(&conn->lock);
+	smc_conn_lock(conn);
 	for (;;) {
 		uint32_t since = conn->ops->events(conn);
 		uint32_t room, pending, n;
-		bool was_blocked = conn->write_blocked;
+		bool was_blocked = conn->st->write_blocked;
 
 		rc = smc_rx_cdc_fetch(conn);
 		if (!rc)
@@ -140,7 +140,7 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 		room = tx_room(conn);
 		pending = total - sent > UINT32_MAX ? UINT32_MAX : (uint32_t)(total - sent);
 		n = smc_cdc_to_send(pending, room);
-		conn->write_blocked = smc_cdc_write_blocked(pending, room);
+		conn->st->write_blocked = smc_cdc_write_blocked(pending, room);
 		if (n) {
 			rc = tx_write(conn, &it, n);
 			if (rc)
@@ -150,7 +150,7 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 		if (sent == total)
 			break;
 		/* more to come: the reader must see this part, and that we wait */
-		if (n || conn->write_blocked != was_blocked) {
+		if (n || conn->st->write_blocked != was_blocked) {
 			rc = smc_tx_cdc_send(conn);
 			if (rc)
 				break;
@@ -164,18 +164,18 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 			break;
 	}
 	if (sent && (flags & MSG_OOB)) {
-		conn->tx_urg_mark = conn->tx_prep;
-		conn->tx_urg_outstanding = true;
+		conn->st->tx_urg_mark = conn->st->tx_prep;
+		conn->st->tx_urg_outstanding = true;
 	}
 	/* the last piece; MSG_MORE holds it back unless the reader must see it now */
-	if (!smc_cursor_equal(conn->tx_sent, conn->tx_prep) &&
-	    (!(flags & MSG_MORE) || (flags & MSG_OOB) || conn->write_blocked)) {
+	if (!smc_cursor_equal(conn->st->tx_sent, conn->st->tx_prep) &&
+	    (!(flags & MSG_MORE) || (flags & MSG_OOB) || conn->st->write_blocked)) {
 		int cdc_rc = smc_tx_cdc_send(conn);
 
 		if (!rc)
 			rc = cdc_rc;
 	}
-	pthread_mutex_unlock(&conn->lock);
+	smc_conn_unlock(conn);
 	return sent ? (ssize_t)sent : rc;
 }
 
@@ -189,9 +189,9 @@ bool smc_tx_writable(struct smc_conn *conn)
 {
 	bool writable;
 
-	pthread_mutex_lock(&conn->lock);
+	smc_conn_lock(conn);
 	writable = smc_tx_writable_locked(conn);
-	pthread_mutex_unlock(&conn->lock);
+	smc_conn_unlock(conn);
 	return writable;
 }
 
@@ -205,13 +205,13 @@ static int tx_close_state(struct smc_conn *conn, uint8_t flags)
 {
 	int rc;
 
-	pthread_mutex_lock(&conn->lock);
-	rc = conn->err ? -conn->err : 0;
-	if (!rc && (conn->local_state & flags) != flags) {
-		conn->local_state |= flags;
+	smc_conn_lock(conn);
+	rc = conn->st->err ? -conn->st->err : 0;
+	if (!rc && (conn->st->local_state & flags) != flags) {
+		conn->st->local_state |= flags;
 		rc = smc_tx_cdc_send(conn);
 	}
-	pthread_mutex_unlock(&conn->lock);
+	smc_conn_unlock(conn);
 	conn->ops->wake(conn);
 	return rc;
 }
@@ -228,18 +228,18 @@ int smc_tx_close(struct smc_conn *conn)
 
 void smc_tx_abort_locked(struct smc_conn *conn)
 {
-	if (!(conn->local_state & SMC_CDC_PEER_CONN_ABORT)) {
-		conn->local_state |= SMC_CDC_PEER_CONN_ABORT;
+	if (!(conn->st->local_state & SMC_CDC_PEER_CONN_ABORT)) {
+		conn->st->local_state |= SMC_CDC_PEER_CONN_ABORT;
 		/* best effort: a peer that cannot be told is gone already */
 		smc_tx_cdc_send(conn);
 	}
-	conn->err = ECONNRESET;
+	conn->st->err = ECONNRESET;
 	conn->ops->wake(conn);
 }
 
 void smc_tx_abort(struct smc_conn *conn)
 {
-	pthread_mutex_lock(&conn->lock);
+	smc_conn_lock(conn);
 	smc_tx_abort_locked(conn);
-	pthread_mutex_unlock(&conn->lock);
+	smc_conn_unlock(conn);
 }

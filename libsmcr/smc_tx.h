@@ -4,7 +4,7 @@
  * close flags.
  *
  * Functions return a count or a negative errno.  Except where marked
- * "under conn->lock", they take the connection's lock themselves.
+ * "under the connection lock", they take the connection's lock themselves.
  */
 #ifndef SMCR_SMC_TX_H
 #define SMCR_SMC_TX_H
@@ -36,9 +36,9 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 
 /* A send would not block: there is room, or it would fail at once (POLLOUT). */
 bool smc_tx_writable(struct smc_conn *conn);
-bool smc_tx_writable_locked(struct smc_conn *conn);	/* under conn->lock */
+bool smc_tx_writable_locked(struct smc_conn *conn);	/* under the connection lock */
 
-/* Under conn->lock: bytes a send could write now without waiting. */
+/* Under the connection lock: bytes a send could write now without waiting. */
 uint32_t smc_tx_room_locked(struct smc_conn *conn);
 
 /* shutdown(SHUT_WR): the peer reads what was sent, then end of file. */
@@ -53,15 +53,15 @@ int smc_tx_close(struct smc_conn *conn);
  * with ECONNRESET.
  */
 void smc_tx_abort(struct smc_conn *conn);
-void smc_tx_abort_locked(struct smc_conn *conn);	/* under conn->lock */
+void smc_tx_abort_locked(struct smc_conn *conn);	/* under the connection lock */
 
 /*
- * Under conn->lock: a CDC with the connection's state as it is: producer
+ * Under the connection lock: a CDC with the connection's state as it is: producer
  * cursor (all that is written), consumer cursor, flags.
  */
 int smc_tx_cdc_send(struct smc_conn *conn);
 
-/* Under conn->lock: sends our consumer cursor if smc_cdc_cons_update_due(). */
+/* Under the connection lock: sends our consumer cursor if smc_cdc_cons_update_due(). */
 int smc_tx_consumer_update(struct smc_conn *conn, bool force);
 
 #endif

@@ -66,6 +66,33 @@ static void give_back(struct smcrd_control *ctl, struct smcrd_client *c, uint64_
 	ctl->used -= bytes;
 }
 
+static struct smcrd_client *client_by_id(struct smcrd_control *ctl, uint64_t id)
+{
+	for (size_t i = 0; i < ctl->nclients; i++)
+		if (ctl->clients[i].id == id)
+			return &ctl->clients[i];
+	return NULL;
+}
+
+struct charge_move {
+	struct smcrd_control *ctl;
+	struct smcrd_client *from;
+};
+
+/* An offer of a client that went passes to another process holding its socket. */
+static void offer_moved(void *ctx, uint64_t to, uint64_t bytes)
+{
+	struct charge_move *move = ctx;
+	struct smcrd_client *c = client_by_id(move->ctl, to);
+
+	if (!c)
+		return;
+	move->from->offered -= bytes;
+	move->from->granted -= bytes;
+	c->offered += bytes;
+	c->granted += bytes;
+}
+
 static void drop_client(struct smcrd_control *ctl, size_t i)
 {
 	struct smcrd_client *c = &ctl->clients[i];
@@ -75,7 +102,8 @@ static void drop_client(struct smcrd_control *ctl, size_t i)
 			  (int)c->pid, c->comm, (unsigned long long)c->granted);
 		smcrd_stats_exited(&ctl->stats, c->stats);
 	}
-	smcrd_shm_drop_owner(&ctl->shm, c->id);
+	smcrd_shm_drop_owner(&ctl->shm, c->id, offer_moved,
+			     &(struct charge_move){ .ctl = ctl, .from = c });
 	give_back(ctl, c, c->granted);
 	smcrd_close_later(c->fd);       /* descriptors may be queued unread on it */
 	ctl->clients[i] = ctl->clients[--ctl->nclients];
@@ -209,22 +237,22 @@ static bool grant(struct smcrd_control *ctl, struct smcrd_client *c, uint64_t by
 	return true;
 }
 
-/* in: the TCP socket, the memfd, the eventfd.  Checks, charges and records the offer. */
+/* in: the TCP socket, the memfd, the eventfd, the state.  Checks, charges and records the offer. */
 static void offer(struct smcrd_control *ctl, struct smcrd_client *c, struct smcr_control_msg *m,
 		  const int *in, uint64_t limit)
 {
 	struct smcrd_shm_offer o;
 
-	m->result = smcrd_shm_check(&o, in[0], in[1], in[2], m->bytes, m->text, sizeof(m->text));
+	m->result = smcrd_shm_check(&o, in, m->bytes, m->text, sizeof(m->text));
 	if (m->result || !grant(ctl, c, o.bytes, limit, m))
 		return;
-	m->result = smcrd_shm_add(&ctl->shm, &o, in[1], in[2], c->id, &m->token);
+	m->result = smcrd_shm_add(&ctl->shm, &o, in, c->id, &m->token);
 	if (!m->result)
 		c->offered += o.bytes;
 	if (m->result) {
 		give_back(ctl, c, o.bytes);
 		snprintf(m->text, sizeof(m->text), "%s", m->result == -EMFILE ?
-			 "too many buffers are waiting for their peer" : strerror(-m->result));
+			 "too many buffers are offered" : strerror(-m->result));
 		return;
 	}
 	smcrd_log(LOG_DEBUG, "process %d (%s) offers %llu bytes as buffer %016llx", (int)c->pid,
@@ -238,12 +266,41 @@ static void offer(struct smcrd_control *ctl, struct smcrd_client *c, struct smcr
 static void attach(struct smcrd_control *ctl, const struct smcrd_client *c,
 		   struct smcr_control_msg *m, int sock, int fds[2])
 {
-	m->result = smcrd_shm_attach(&ctl->shm, m->token, sock, &fds[0], &fds[1]);
+	m->result = smcrd_shm_attach(&ctl->shm, m->token, sock, fds);
 	if (m->result) {
 		/* The reason stays here: the asker may be probing (see shm_broker.c). */
 		snprintf(m->text, sizeof(m->text), "no such buffer for this connection");
 		smcrd_log(LOG_INFO, "process %d (%s) refused buffer %016llx", (int)c->pid,
 			  c->comm, (unsigned long long)m->token);
+	}
+}
+
+/* in: a TCP socket.  fds: what was offered on it and on its other end, if anything. */
+static void resume(struct smcrd_control *ctl, struct smcrd_client *c,
+		   struct smcr_control_msg *m, int sock, int *fds, size_t *nfds)
+{
+	uint64_t adopted = 0;
+
+	m->result = smcrd_shm_resume(&ctl->shm, sock, c->id, &m->token, &adopted, fds, nfds);
+	if (m->result)
+		return;
+	/* an offer whose owner went while others held its socket: charged here now */
+	c->offered += adopted;
+	c->granted += adopted;
+	ctl->used += adopted;
+	smcrd_log(LOG_DEBUG, "process %d (%s) resumes buffer %016llx", (int)c->pid, c->comm,
+		  (unsigned long long)m->token);
+}
+
+/* Ends an offer, its bytes returned to the process that owns it. */
+static void withdraw(struct smcrd_control *ctl, struct smcrd_client *c, uint64_t token, int sock)
+{
+	uint64_t owner = 0, bytes = smcrd_shm_withdraw(&ctl->shm, token, c->id, sock, &owner);
+	struct smcrd_client *o = bytes ? client_by_id(ctl, owner) : NULL;
+
+	if (o) {
+		o->offered -= bytes;
+		give_back(ctl, o, bytes);
 	}
 }
 
@@ -263,7 +320,7 @@ static void describe_procs(const struct smcrd_control *ctl, struct smcr_control_
 		st->nprocs++;
 	}
 	st->offered = (uint32_t)ctl->shm.n;
-	st->attached = (uint32_t)(ctl->shm.n - ctl->shm.pending);
+	st->attached = (uint32_t)ctl->shm.attached;
 }
 
 /* The live processes' counters summed into *live, and their open connections. */
@@ -295,9 +352,44 @@ static void describe_stats(const struct smcrd_control *ctl, struct smcr_control_
 		st->processes += ctl->clients[i].registered;
 }
 
+/* The parent of pid, as /proc says (0: unknown). */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *end;
+	pid_t ppid = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	/* "pid (comm) state ppid ...": comm may hold anything, so from its last ')' */
+	end = strrchr(buf, ')');
+	if (end && sscanf(end + 1, " %*c %d", &ppid) != 1)
+		ppid = 0;
+	return ppid;
+}
+
+/*
+ * A forked child registers: it holds whatever sockets its parent held, so
+ * the offers its parent holds may pass to it (shm_broker.c).
+ */
+static void share_with_parent(struct smcrd_control *ctl, const struct smcrd_client *c)
+{
+	pid_t ppid = parent_of(c->pid);
+
+	for (size_t i = 0; ppid > 0 && i < ctl->nclients; i++)
+		if (ctl->clients[i].pid == ppid && ctl->clients[i].registered)
+			smcrd_shm_share(&ctl->shm, ctl->clients[i].id, c->id);
+}
+
 /* REGISTER with in[0..nin-1]: the process's statistics region, if it sent one. */
 static void register_client(struct smcrd_client *c, struct smcrd *d, struct smcr_control_msg *m,
-			    const int *in, size_t nin, int fds[2], size_t *nfds)
+			    const int *in, size_t nin, int *fds, size_t *nfds)
 {
 	c->registered = true;
 	if (nin && !c->stats) {         /* registered twice on one connection: keep the first */
@@ -347,9 +439,11 @@ static bool all_arrived(struct smcr_control_msg *m, bool short_of_fds)
  */
 static bool fds_fit(uint16_t type, size_t nin, bool cut, bool *short_of_fds)
 {
-	size_t want = type == SMCR_CONTROL_OFFER ? 3 :
-		      type == SMCR_CONTROL_ATTACH || type == SMCR_CONTROL_REGISTER ? 1 : 0;
-	size_t least = type == SMCR_CONTROL_REGISTER ? 0 : want;   /* its region is optional */
+	size_t want = type == SMCR_CONTROL_OFFER ? SMCRD_SHM_OFFER_FDS :
+		      type == SMCR_CONTROL_ATTACH || type == SMCR_CONTROL_RESUME ||
+		      type == SMCR_CONTROL_REGISTER || type == SMCR_CONTROL_WITHDRAW ? 1 : 0;
+	/* a process's statistics region, a withdrawing socket: optional */
+	size_t least = type == SMCR_CONTROL_REGISTER || type == SMCR_CONTROL_WITHDRAW ? 0 : want;
 
 	*short_of_fds = cut && nin < want;
 	return *short_of_fds || (!cut && nin >= least && nin <= want);
@@ -407,8 +501,7 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 	static struct smcr_control_status st;   /* 16 KiB: not on the stack */
 	struct smcr_control_stats stats;
 	const uint64_t limit = smcrd_memory_limit(d);
-	uint64_t withdrawn;
-	int fds[2];
+	int fds[SMCR_CONTROL_MAX_FDS];
 	size_t nfds = 0;
 	bool ok;
 
@@ -417,6 +510,8 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 	switch (m->type) {
 	case SMCR_CONTROL_REGISTER:
 		/* Short of descriptors, the region was lost: the process counts alone. */
+		if (!c->registered)
+			share_with_parent(ctl, c);
 		register_client(c, d, m, in, nin, fds, &nfds);
 		break;
 	case SMCR_CONTROL_GRANT:
@@ -438,10 +533,13 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 			attach(ctl, c, m, in[0], fds);
 		nfds = m->result == 0 ? 2 : 0;
 		break;
+	case SMCR_CONTROL_RESUME:
+		c->registered = true;
+		if (all_arrived(m, short_of_fds))
+			resume(ctl, c, m, in[0], fds, &nfds);
+		break;
 	case SMCR_CONTROL_WITHDRAW:
-		withdrawn = smcrd_shm_withdraw(&ctl->shm, c->id, m->token);
-		c->offered -= withdrawn;
-		give_back(ctl, c, withdrawn);
+		withdraw(ctl, c, m->token, nin ? in[0] : -1);
 		return true;                    /* no reply */
 	case SMCR_CONTROL_STATUS:
 		memset(&st, 0, sizeof(st));

@@ -35,16 +35,33 @@
  * socket or device written by the peer could stall it (a full pipe, a FUSE
  * file), kill it (SIGPIPE) or act with the peer's rights (some kernel files
  * check the writer's credentials at write time), making the peer do what
- * the owner may not.  Both are handed over once: after that we hold nothing
- * but the token, owner and size, so that the grant stays charged until the
- * owner withdraws or goes.
+ * the owner may not.
+ *
+ * Resuming.  The offering end also leaves its connection state (a third
+ * memfd, libsmcr/smc_sock.c) with the offer, and any process that shows the
+ * offering socket itself (same socket cookie: it holds a descriptor of it,
+ * passed over SCM_RIGHTS, or inherited across exec) gets back the state,
+ * the buffer and the eventfd, with the other end's buffer and eventfd if
+ * that end offered too: what it needs to carry on with the connection.
+ * Showing the socket proves as much as for attaching: whoever holds it can
+ * read and write the stream anyway.  That process then holds the offer too,
+ * as does a forked child of a holder (smcrd_shm_share): when the owner goes,
+ * the offer passes to a holder still there, with its grant, instead of
+ * ending - the one that offered may go before the connection does, as when
+ * a server passes each connection to a worker and exits.  For the same
+ * reason, a process that shows the socket may withdraw the offer as well as
+ * its owner: the last process to close the connection may not be the one
+ * that opened it.  When the owner goes and no known holder is left, the
+ * kernel is asked whether the socket is still open (sock_diag: a socket
+ * with an inode has a file, in some process or in a message on its way to
+ * one); if so the offer waits, owned by nobody, for a process to resume it.
  *
  * How much we hold.  Offers live in one array searched linearly: one entry
- * per shared-memory connection on the host, touched at connection setup and
- * close only.  Buffers are whole pages charged against max_memory, which
- * bounds the entries; those still waiting for their peer hold two
- * descriptors each (memfd, eventfd) and are capped (max_pending), so that
- * smcrd keeps descriptors to serve its clients.
+ * per shared-memory connection end on the host, touched at connection setup
+ * and close, and when a socket changes hands.  Buffers are whole pages
+ * charged against max_memory, which bounds the entries; each holds three
+ * descriptors while it lasts (memfd, eventfd, state), and their number is
+ * capped (max_offers), so that smcrd keeps descriptors to serve its clients.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -59,36 +76,48 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+
 #include "shm_broker.h"
 
 #define SEALS_REQUIRED (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 #define SEALS_FORBIDDEN (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)
 #define EVENTFD_LINK "anon_inode:[eventfd]"
-#define MAX_PENDING 4096
-#define PENDING_FDS 2                   /* a waiting offer holds its memfd and its eventfd */
+#define MAX_OFFERS 65536
+#define OFFER_FDS 3                     /* an offer holds its memfd, eventfd and state */
+#define STATE_MAX_BYTES 65536           /* a connection's state: a page or a few */
 
 void smcrd_shm_broker_init(struct smcrd_shm_broker *b)
 {
 	struct rlimit rl;
 
-	/*
-	 * Half our descriptors may wait for peers, the other half serve clients.
-	 * A buffer waits one round trip, so a few thousand is plenty for a host.
-	 */
-	*b = (struct smcrd_shm_broker){ .max_pending = MAX_PENDING };
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 2 / PENDING_FDS < MAX_PENDING)
-		b->max_pending = rl.rlim_cur / 2 / PENDING_FDS;
+	/* Half our descriptors may hold offers, the other half serve clients. */
+	*b = (struct smcrd_shm_broker){ .max_offers = MAX_OFFERS };
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 2 / OFFER_FDS < MAX_OFFERS)
+		b->max_offers = rl.rlim_cur / 2 / OFFER_FDS;
+	int probe = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	socklen_t len = sizeof(b->netns);
+	if (probe >= 0) {
+		if (getsockopt(probe, SOL_SOCKET, SO_NETNS_COOKIE, &b->netns, &len))
+			b->netns = 0;
+		close(probe);
+	}
 }
 
 static void forget(struct smcrd_shm_broker *b, size_t i)
 {
 	struct smcrd_shm_offer *o = &b->offers[i];
 
-	if (o->memfd >= 0) {
-		close(o->memfd);
-		close(o->efd);
-		b->pending--;
-	}
+	close(o->memfd);
+	close(o->efd);
+	close(o->statefd);
+	b->attached -= o->attached;
 	b->offers[i] = b->offers[--b->n];
 }
 
@@ -161,8 +190,12 @@ static int read_conn(int sock, struct smcrd_shm_conn *c, char *why, size_t size)
 	return 0;
 }
 
-/* Whether memfd can be the peer's to map, writable, for good. */
-static int check_memfd(int memfd, uint64_t bytes, char *why, size_t size)
+/*
+ * Whether memfd can be mapped, writable, for good, by another process than
+ * its maker: least to most bytes, whole pages (*bytes: how many).
+ */
+static int check_memfd(int memfd, uint64_t least, uint64_t most, uint64_t *bytes, char *why,
+		       size_t size)
 {
 	struct stat st;
 	/*
@@ -186,15 +219,17 @@ static int check_memfd(int memfd, uint64_t bytes, char *why, size_t size)
 		snprintf(why, size, "the memfd is not open for reading and writing");
 		return -EINVAL;
 	}
-	if ((uint64_t)st.st_size != bytes) {
-		snprintf(why, size, "the memfd holds %lld bytes, not the %llu offered",
-			 (long long)st.st_size, (unsigned long long)bytes);
+	*bytes = (uint64_t)st.st_size;
+	if (*bytes < least || *bytes > most) {
+		snprintf(why, size, "the memfd holds %llu bytes, not %llu to %llu",
+			 (unsigned long long)*bytes, (unsigned long long)least,
+			 (unsigned long long)most);
 		return -EINVAL;
 	}
 	/* Whole pages, as mapped: what is charged is what is used, and offers are few. */
-	if (bytes == 0 || bytes % (uint64_t)sysconf(_SC_PAGESIZE)) {
+	if (*bytes == 0 || *bytes % (uint64_t)sysconf(_SC_PAGESIZE)) {
 		snprintf(why, size, "%llu bytes is not a whole number of pages",
-			 (unsigned long long)bytes);
+			 (unsigned long long)*bytes);
 		return -EINVAL;
 	}
 	return 0;
@@ -220,14 +255,18 @@ static int check_eventfd(int efd, char *why, size_t size)
 	return 0;
 }
 
-int smcrd_shm_check(struct smcrd_shm_offer *o, int sock, int memfd, int efd, uint64_t bytes,
-		    char *why, size_t size)
+int smcrd_shm_check(struct smcrd_shm_offer *o, const int fds[SMCRD_SHM_OFFER_FDS],
+		    uint64_t bytes, char *why, size_t size)
 {
-	*o = (struct smcrd_shm_offer){ .bytes = bytes, .memfd = -1, .efd = -1 };
-	int rc = check_memfd(memfd, bytes, why, size);
+	uint64_t state_bytes;
+
+	*o = (struct smcrd_shm_offer){ .bytes = bytes, .memfd = -1, .efd = -1, .statefd = -1 };
+	int rc = check_memfd(fds[1], bytes, bytes, &o->bytes, why, size);
 	if (!rc)
-		rc = check_eventfd(efd, why, size);
-	return rc ? rc : read_conn(sock, &o->conn, why, size);
+		rc = check_eventfd(fds[2], why, size);
+	if (!rc)
+		rc = check_memfd(fds[3], 1, STATE_MAX_BYTES, &state_bytes, why, size);
+	return rc ? rc : read_conn(fds[0], &o->conn, why, size);
 }
 
 static struct smcrd_shm_offer *find(struct smcrd_shm_broker *b, uint64_t token)
@@ -248,10 +287,28 @@ static int new_token(struct smcrd_shm_broker *b, uint64_t *token)
 	return 0;
 }
 
-int smcrd_shm_add(struct smcrd_shm_broker *b, const struct smcrd_shm_offer *o, int memfd,
-		  int efd, uint64_t owner, uint64_t *token)
+/* Copies of fds[0..n) into copies[], close-on-exec: 0, or a negative errno and none. */
+static int dup_fds(const int *fds, size_t n, int *copies)
 {
-	if (b->pending >= b->max_pending)
+	for (size_t i = 0; i < n; i++) {
+		copies[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 0);
+		if (copies[i] < 0) {
+			int err = errno;
+
+			while (i-- > 0)
+				close(copies[i]);
+			return -err;
+		}
+	}
+	return 0;
+}
+
+int smcrd_shm_add(struct smcrd_shm_broker *b, const struct smcrd_shm_offer *o,
+		  const int fds[SMCRD_SHM_OFFER_FDS], uint64_t owner, uint64_t *token)
+{
+	int copies[OFFER_FDS];
+
+	if (b->n >= b->max_offers)
 		return -EMFILE;
 	if (b->n == b->capacity) {
 		size_t cap = b->capacity ? b->capacity * 2 : 16;
@@ -262,24 +319,17 @@ int smcrd_shm_add(struct smcrd_shm_broker *b, const struct smcrd_shm_offer *o, i
 		b->capacity = cap;
 	}
 	int rc = new_token(b, token);
+	if (!rc)
+		rc = dup_fds(fds + 1, OFFER_FDS, copies);
 	if (rc)
 		return rc;
-	int mem_copy = fcntl(memfd, F_DUPFD_CLOEXEC, 0);
-	if (mem_copy < 0)
-		return -errno;
-	int efd_copy = fcntl(efd, F_DUPFD_CLOEXEC, 0);
-	if (efd_copy < 0) {
-		rc = -errno;
-		close(mem_copy);
-		return rc;
-	}
 	struct smcrd_shm_offer *slot = &b->offers[b->n++];
 	*slot = *o;
 	slot->token = *token;
 	slot->owner = owner;
-	slot->memfd = mem_copy;
-	slot->efd = efd_copy;
-	b->pending++;
+	slot->memfd = copies[0];
+	slot->efd = copies[1];
+	slot->statefd = copies[2];
 	return 0;
 }
 
@@ -290,36 +340,187 @@ static bool is_peer(const struct smcrd_shm_offer *o, const struct smcrd_shm_conn
 	       same_addr(&c->local, &o->conn.peer) && same_addr(&c->peer, &o->conn.local);
 }
 
-int smcrd_shm_attach(struct smcrd_shm_broker *b, uint64_t token, int sock, int *memfd,
-		     int *efd)
+/* Whether c is the very socket that o was offered on. */
+static bool is_self(const struct smcrd_shm_offer *o, const struct smcrd_shm_conn *c)
+{
+	return c->netns == o->conn.netns && c->cookie == o->conn.cookie;
+}
+
+int smcrd_shm_attach(struct smcrd_shm_broker *b, uint64_t token, int sock, int fds[2])
 {
 	struct smcrd_shm_offer *o = find(b, token);
 	struct smcrd_shm_conn c;
 	char why[64];
 
-	if (!o || o->memfd < 0 || read_conn(sock, &c, why, sizeof(why)) || !is_peer(o, &c))
+	if (!o || read_conn(sock, &c, why, sizeof(why)) || !is_peer(o, &c) ||
+	    dup_fds((const int[]){ o->memfd, o->efd }, 2, fds))
 		return -EACCES;
-	*memfd = o->memfd;
-	*efd = o->efd;
-	o->memfd = o->efd = -1;
-	b->pending--;
+	b->attached += !o->attached;
+	o->attached = true;
 	return 0;
 }
 
-uint64_t smcrd_shm_withdraw(struct smcrd_shm_broker *b, uint64_t owner, uint64_t token)
+/* asker holds o too (if there is a free place to remember it). */
+static void add_holder(struct smcrd_shm_offer *o, uint64_t asker)
+{
+	uint64_t *free_place = NULL;
+
+	if (o->owner == asker)
+		return;
+	for (size_t i = 0; i < SMCRD_SHM_HOLDERS; i++) {
+		if (o->holders[i] == asker)
+			return;
+		if (!o->holders[i] && !free_place)
+			free_place = &o->holders[i];
+	}
+	if (free_place)
+		*free_place = asker;
+}
+
+int smcrd_shm_resume(struct smcrd_shm_broker *b, int sock, uint64_t asker, uint64_t *token,
+		     uint64_t *adopted, int fds[SMCRD_SHM_RESUME_FDS], size_t *nfds)
+{
+	struct smcrd_shm_conn c;
+	struct smcrd_shm_offer *own = NULL, *peer = NULL;
+	char why[64];
+
+	if (read_conn(sock, &c, why, sizeof(why)))
+		return -ENOENT;
+	for (size_t i = 0; i < b->n; i++) {
+		if (is_self(&b->offers[i], &c))
+			own = &b->offers[i];
+		else if (is_peer(&b->offers[i], &c))
+			peer = &b->offers[i];
+	}
+	if (!own || dup_fds((const int[]){ own->statefd, own->memfd, own->efd }, 3, fds))
+		return -ENOENT;
+	*nfds = 3;
+	if (peer && dup_fds((const int[]){ peer->memfd, peer->efd }, 2, fds + 3) == 0)
+		*nfds = 5;
+	*token = own->token;
+	*adopted = own->owner ? 0 : own->bytes;
+	if (!own->owner)
+		own->owner = asker;
+	add_holder(own, asker);
+	return 0;
+}
+
+static bool holds(const struct smcrd_shm_offer *o, uint64_t id)
+{
+	for (size_t i = 0; i < SMCRD_SHM_HOLDERS; i++)
+		if (o->holders[i] == id)
+			return true;
+	return o->owner == id;
+}
+
+void smcrd_shm_share(struct smcrd_shm_broker *b, uint64_t parent, uint64_t child)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (holds(&b->offers[i], parent))
+			add_holder(&b->offers[i], child);
+}
+
+uint64_t smcrd_shm_withdraw(struct smcrd_shm_broker *b, uint64_t token, uint64_t asker,
+			    int sock, uint64_t *owner)
 {
 	struct smcrd_shm_offer *o = find(b, token);
+	struct smcrd_shm_conn c;
+	char why[64];
 
-	if (!o || o->owner != owner)
-		return 0;               /* only its owner ends an offer */
+	/* its owner, or a process that holds its socket (see the top), ends an offer */
+	if (!o || (o->owner != asker &&
+		   (sock < 0 || read_conn(sock, &c, why, sizeof(why)) || !is_self(o, &c))))
+		return 0;
 	uint64_t bytes = o->bytes;
+	*owner = o->owner;
 	forget(b, (size_t)(o - b->offers));
 	return bytes;
 }
 
-void smcrd_shm_drop_owner(struct smcrd_shm_broker *b, uint64_t owner)
+/*
+ * Whether the kernel still has the TCP socket c with a file (an inode): a
+ * process or a message in flight holds it.  Only our namespace can be
+ * asked; elsewhere the answer is no.
+ */
+static bool socket_open_as(const struct smcrd_shm_conn *c, int family)
 {
-	for (size_t i = b->n; i-- > 0;)
-		if (b->offers[i].owner == owner)
-			forget(b, i);
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 req;
+	} q = {
+		.nlh = { .nlmsg_len = sizeof(q), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			 .nlmsg_flags = NLM_F_REQUEST },
+		.req = { .sdiag_family = (uint8_t)family, .sdiag_protocol = IPPROTO_TCP,
+			 .idiag_states = ~0u,
+			 .id = { .idiag_sport = htons(c->local.port), .idiag_dport = htons(c->peer.port),
+				 .idiag_if = c->local.scope,
+				 .idiag_cookie = { (uint32_t)c->cookie, (uint32_t)(c->cookie >> 32) } } },
+	};
+	union {
+		struct nlmsghdr nlh;
+		char buf[1024];
+	} r;
+	int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	bool open_ = false;
+	ssize_t n;
+
+	if (family == AF_INET) {
+		memcpy(q.req.id.idiag_src, &c->local.addr[12], 4);
+		memcpy(q.req.id.idiag_dst, &c->peer.addr[12], 4);
+	} else {
+		memcpy(q.req.id.idiag_src, c->local.addr, 16);
+		memcpy(q.req.id.idiag_dst, c->peer.addr, 16);
+	}
+	if (nl < 0)
+		return false;
+	struct timeval tv = { 1, 0 };
+	setsockopt(nl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (send(nl, &q, sizeof(q), 0) == (ssize_t)sizeof(q) &&
+	    (n = recv(nl, &r, sizeof(r), 0)) >= (ssize_t)NLMSG_LENGTH(sizeof(struct inet_diag_msg)) &&
+	    r.nlh.nlmsg_type == SOCK_DIAG_BY_FAMILY)
+		open_ = ((struct inet_diag_msg *)NLMSG_DATA(&r.nlh))->idiag_inode != 0;
+	close(nl);
+	return open_;
+}
+
+static bool socket_open(const struct smcrd_shm_broker *b, const struct smcrd_shm_conn *c)
+{
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (!b->netns || c->netns != b->netns)
+		return false;
+	/* an IPv4 address: an AF_INET socket, or an AF_INET6 one talking IPv4 */
+	if (memcmp(c->local.addr, v4mapped, 12) == 0 && socket_open_as(c, AF_INET))
+		return true;
+	return socket_open_as(c, AF_INET6);
+}
+
+void smcrd_shm_drop_owner(struct smcrd_shm_broker *b, uint64_t owner,
+			  void (*moved)(void *ctx, uint64_t to, uint64_t bytes), void *ctx)
+{
+	for (size_t i = b->n; i-- > 0;) {
+		struct smcrd_shm_offer *o = &b->offers[i];
+		uint64_t next = 0;
+
+		for (size_t h = 0; h < SMCRD_SHM_HOLDERS; h++) {
+			if (o->holders[h] == owner)
+				o->holders[h] = 0;
+			if (o->holders[h] && !next)
+				next = o->holders[h];
+		}
+		if (o->owner != owner && (o->owner || socket_open(b, &o->conn)))
+			continue;
+		if (!next) {
+			if (o->owner && socket_open(b, &o->conn))
+				o->owner = 0;   /* held where we cannot see, or in flight */
+			else
+				forget(b, i);
+			continue;
+		}
+		for (size_t h = 0; h < SMCRD_SHM_HOLDERS; h++)
+			if (o->holders[h] == next)
+				o->holders[h] = 0;
+		o->owner = next;
+		moved(ctx, next, o->bytes);
+	}
 }

@@ -4,17 +4,22 @@
  * SMCR_CONTROL_OFFER, _ATTACH and _WITHDRAW in libsmcr/control_proto.h).
  *
  * An offer is a sealed memfd that one end puts up for the other end of its
- * connection, with the eventfd by which that other end wakes the owner; the
- * broker keeps both until that other end attaches (once) and remembers the
- * offer until its owner withdraws it or goes.  Memory grants are not kept
+ * connection, with the eventfd by which that other end wakes the owner and
+ * the end's connection state (RESUME hands all back to a process holding
+ * that end's socket); the broker keeps them until the owner (or a process
+ * holding the socket) withdraws the offer, or the owner goes.  Memory grants are not kept
  * here: control.c charges an offer's bytes to its owner and returns them
  * when the broker says the offer is over.
  */
 #ifndef SMCRD_SHM_BROKER_H
 #define SMCRD_SHM_BROKER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* Processes besides its owner that an offer remembers as holding its socket. */
+#define SMCRD_SHM_HOLDERS 8
 
 /* One end of a TCP connection as the kernel names it. */
 struct smcrd_shm_addr {
@@ -35,17 +40,26 @@ struct smcrd_shm_offer {
 	uint64_t owner;                 /* smcrd_client.id of the offering process */
 	uint64_t bytes;                 /* the memfd's size, charged to the owner */
 	struct smcrd_shm_conn conn;     /* the offering socket */
-	int memfd;                      /* -1 once attached */
-	int efd;                        /* the owner's eventfd; -1 once attached */
+	int memfd;
+	int efd;                        /* the owner's eventfd */
+	int statefd;                    /* the owner's connection state */
+	bool attached;                  /* the peer has attached */
+	uint64_t holders[SMCRD_SHM_HOLDERS];    /* other processes holding the socket
+						   (0: a free place), to own it next */
 };
 
 struct smcrd_shm_broker {
 	struct smcrd_shm_offer *offers;
 	size_t n, capacity;
-	size_t pending;                 /* offers not attached yet: each holds a memfd
-					   and an eventfd */
-	size_t max_pending;             /* so that buffers never take all our descriptors */
+	size_t attached;                /* offers whose peer has attached */
+	size_t max_offers;              /* so that offers never take all our descriptors */
+	uint64_t netns;                 /* ours: sockets of other namespaces are not seen */
 };
+
+/* OFFER's descriptors: the TCP socket, the memfd, the eventfd, the state memfd. */
+#define SMCRD_SHM_OFFER_FDS 4
+/* RESUME's: state, memfd, eventfd, and the other end's memfd and eventfd. */
+#define SMCRD_SHM_RESUME_FDS 5
 
 void smcrd_shm_broker_init(struct smcrd_shm_broker *b);
 
@@ -53,35 +67,58 @@ void smcrd_shm_broker_init(struct smcrd_shm_broker *b);
 void smcrd_shm_broker_close(struct smcrd_shm_broker *b);
 
 /*
- * Checks an offer of bytes: sock a connected TCP socket, memfd a read-write
- * memfd of exactly bytes (whole pages), sealed so that its size is fixed for
- * good, efd an eventfd.  Fills *o (descriptors not taken yet).  0, or a
- * negative errno with why filled.
+ * Checks an offer of bytes, fds as OFFER carries them: a connected TCP
+ * socket, a read-write memfd of exactly bytes (whole pages) sealed so that
+ * its size is fixed for good, an eventfd, and a state memfd sealed alike (a
+ * few pages).  Fills *o (descriptors not taken yet).  0, or a negative
+ * errno with why filled.
  */
-int smcrd_shm_check(struct smcrd_shm_offer *o, int sock, int memfd, int efd, uint64_t bytes,
-		    char *why, size_t size);
+int smcrd_shm_check(struct smcrd_shm_offer *o, const int fds[SMCRD_SHM_OFFER_FDS],
+		    uint64_t bytes, char *why, size_t size);
 
 /*
- * Records a checked offer for owner, keeping copies of memfd and efd; its
- * token in *token.  0, -EMFILE (too many offers wait for their peer) or
- * -ENOMEM.
+ * Records a checked offer for owner, keeping copies of its memfd, eventfd
+ * and state; its token in *token.  0, -EMFILE (too many offers) or -ENOMEM.
  */
-int smcrd_shm_add(struct smcrd_shm_broker *b, const struct smcrd_shm_offer *o, int memfd,
-		  int efd, uint64_t owner, uint64_t *token);
+int smcrd_shm_add(struct smcrd_shm_broker *b, const struct smcrd_shm_offer *o,
+		  const int fds[SMCRD_SHM_OFFER_FDS], uint64_t owner, uint64_t *token);
 
 /*
- * Hands over the memfd and the eventfd of offer token if sock is the other
- * end of the offering connection and nobody attached yet: *memfd and *efd
- * are the caller's to close.  -EACCES otherwise, whatever the reason (see
- * shm_broker.c).
+ * Copies of the memfd and the eventfd of offer token into fds[] (the
+ * caller's to close) if sock is the other end of the offering connection.
+ * -EACCES otherwise, whatever the reason (see shm_broker.c).
  */
-int smcrd_shm_attach(struct smcrd_shm_broker *b, uint64_t token, int sock, int *memfd,
-		     int *efd);
+int smcrd_shm_attach(struct smcrd_shm_broker *b, uint64_t token, int sock, int fds[2]);
 
-/* Ends owner's offer token; the bytes to return to owner (0: no such offer). */
-uint64_t smcrd_shm_withdraw(struct smcrd_shm_broker *b, uint64_t owner, uint64_t token);
+/*
+ * Copies of the state, memfd and eventfd offered on sock itself, then of the
+ * memfd and eventfd offered on its other end if there is one, into fds[]
+ * (*nfds: 3 or 5, the caller's to close); asker now holds the offer too,
+ * and owns it if nobody did (*adopted: its bytes, to charge; else 0); its
+ * token in *token.  -ENOENT if nothing was offered on sock.
+ */
+int smcrd_shm_resume(struct smcrd_shm_broker *b, int sock, uint64_t asker, uint64_t *token,
+		     uint64_t *adopted, int fds[SMCRD_SHM_RESUME_FDS], size_t *nfds);
 
-/* Ends all of owner's offers (it has gone; its grants are returned as a whole). */
-void smcrd_shm_drop_owner(struct smcrd_shm_broker *b, uint64_t owner);
+/* child (a fork of parent) holds every offer parent owns or holds. */
+void smcrd_shm_share(struct smcrd_shm_broker *b, uint64_t parent, uint64_t child);
+
+/*
+ * Ends offer token if asker owns it or sock (-1: none) is the offering
+ * socket: the bytes to return to *owner (0: nothing ended).
+ */
+uint64_t smcrd_shm_withdraw(struct smcrd_shm_broker *b, uint64_t token, uint64_t asker,
+			    int sock, uint64_t *owner);
+
+/*
+ * owner has gone: it holds none of the offers any more, and each offer it
+ * owned passes to a process known to hold it (moved(ctx, to, bytes): the
+ * grant moves with it), or, while the kernel says its socket is still open
+ * somewhere (a process unknown here, a message in flight), is owned and
+ * charged by nobody until one resumes it; else it ends.  Offers owned by
+ * nobody whose socket is gone end too.
+ */
+void smcrd_shm_drop_owner(struct smcrd_shm_broker *b, uint64_t owner,
+			  void (*moved)(void *ctx, uint64_t to, uint64_t bytes), void *ctx);
 
 #endif

@@ -33,6 +33,7 @@
 /* One end of a connection: the ring, or a TCP socket. */
 struct end {
 	struct smc_conn *conn;	/* NULL: TCP */
+	struct smc_conn_state *state;
 	int fd;
 };
 
@@ -136,15 +137,16 @@ static void ring_end(struct end *e, int sync, const int own[2], const int peer[2
 	char c = 0;
 
 	e->conn = malloc(sizeof(*e->conn));
-	if (!e->conn || smc_conn_init(e->conn, &smc_shm_ops) ||
+	e->state = malloc(sizeof(*e->state));
+	if (!e->conn || !e->state || smc_conn_init(e->conn, &smc_shm_ops, e->state, true) ||
 	    e->conn->ops->create_rmb(e->conn, size_class, own[0], dup(own[1])))
 		die("create_rmb");
 	if (write(sync, &c, 1) != 1 || read(sync, &c, 1) != 1)
 		die("sync");
 	if (e->conn->ops->attach_peer(e->conn, &desc, peer[0], dup(peer[1])))
 		die("attach_peer");
-	e->conn->token = token;
-	e->conn->peer_token = peer_token;
+	e->conn->st->token = token;
+	e->conn->st->peer_token = peer_token;
 }
 
 static void tcp_pair(int fd[2])
@@ -210,6 +212,7 @@ static void run(bool ring, unsigned int size_class, long rounds, uint64_t bytes)
 	if (ring) {
 		smc_conn_destroy(e.conn);
 		free(e.conn);
+		free(e.state);
 		for (int i = 0; i < 2; i++) {
 			close(end0[i]);
 			close(end1[i]);

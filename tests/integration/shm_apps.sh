@@ -9,37 +9,7 @@
 # and every buffer goes back to max_memory.
 . "$(dirname "$0")/lib.sh" "$1"
 need socat curl redis-server redis-benchmark iperf3 sockperf nginx wrk node
-[ "$(id -u)" = 0 ] || { fail "needs root (smcrd loads a BPF program)"; finish; }
-
-export SMCR_RUNDIR=$WORK/run
-CONF=$WORK/smcr.conf
-cp "$(dirname "$0")/../../conf/smcr.conf" "$CONF"
-"$BIN/smcrctl" -c "$CONF" set enabled=1 "ip_addr_list=127.0.0.1 ::1" \
-	port_range_list=17200-17229 max_memory=1024 > /dev/null
-start_bg smcrd plain "$BIN/smcrd" -f -c "$CONF"
-for _ in $(seq 50); do "$BIN/smcrctl" status > /dev/null 2>&1 && break; sleep 0.1; done
-"$BIN/smcrctl" status > /dev/null || { fail "smcrd did not start: $(cat "$WORK/smcrd.err")"; finish; }
-
-# on_shm NAME CONNS MIN_BYTES: since the last call, CONNS more connections
-# (at least) went on shm at each end, carrying at least MIN_BYTES, and no TCP
-# byte went with them beyond what the programs' own control traffic used.
-last_cli=0 last_srv=0 last_bytes=0
-on_shm() {
-	local name=$1 conns=$2 bytes=$3 cli srv b
-	cli=$(stats_counter shm_clients) srv=$(stats_counter shm_servers)
-	b=$(stats_counter shm_bytes_in)
-	if [ $((cli - last_cli)) -ge "$conns" ] && [ $((srv - last_srv)) -ge "$conns" ]; then
-		pass "$name: $((cli - last_cli)) client and $((srv - last_srv)) server connections on shm"
-	else
-		fail "$name: on shm: $((cli - last_cli)) client, $((srv - last_srv)) server; expected >= $conns each"
-	fi
-	if [ $((b - last_bytes)) -ge "$bytes" ]; then
-		pass "$name: $((b - last_bytes)) bytes received over shm"
-	else
-		fail "$name: $((b - last_bytes)) bytes over shm, expected >= $bytes"
-	fi
-	last_cli=$cli last_srv=$srv last_bytes=$b
-}
+start_smcrd 17200-17229 1024
 
 # 1. socat: a 20 MiB file, byte-exact; both directions of a socat pair.
 SIZE=$((20 * 1024 * 1024))

@@ -116,8 +116,8 @@ if wait_for "$out" "^offerer "; then
 	else
 		fail "status: $(status)"
 	fi
-	# The offerer's control connection, its memfd and its eventfd.
-	expect_eq "smcrd's descriptors with one buffer waiting" "$(fds $((base + 3)))" $((base + 3))
+	# The offerer's control connection, its memfd, its eventfd and its state.
+	expect_eq "smcrd's descriptors with one buffer waiting" "$(fds $((base + 4)))" $((base + 4))
 	kill -9 "$offerer"
 	until_true buffers_are "0 offered, 0 attached" && until_true memory_is 0.0 &&
 		pass "SIGKILL: the offer gone, its grant returned" || fail "status: $(status)"
@@ -146,8 +146,11 @@ memfd = os.memfd_create("buffer", os.MFD_ALLOW_SEALING)
 os.ftruncate(memfd, 65536)
 fcntl.fcntl(memfd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
 efd = os.eventfd(0, os.EFD_NONBLOCK)
+state = os.memfd_create("state", os.MFD_ALLOW_SEALING)
+os.ftruncate(state, 4096)
+fcntl.fcntl(state, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
 ctl.sendmsg([struct.pack(MSG, version, OFFER, 0, 65536, 0, 0, b"")],
-            [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [client.fileno(), memfd, efd]))])
+            [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [client.fileno(), memfd, efd, state]))])
 result = struct.unpack(MSG, ctl.recv(512))[2]
 ctl.send(struct.pack(MSG, version, RELEASE, 0, 65536, 0, 0, b""))
 print("offered" if result == 0 else "refused %d" % result, flush=True)

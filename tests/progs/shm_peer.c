@@ -11,6 +11,8 @@
  *            process, the wrong token, a
  *            process's own end and sockets mimicking the connection (UDP,
  *            another network namespace, a forged port) must all be refused.
+ *            The offering socket itself, in another process, resumes its
+ *            offer (and only that), and a stranger cannot withdraw it.
  *            Then prints "holding" and waits for SIGUSR1; withdraws both
  *            offers, prints "withdrawn" and waits for SIGUSR1 again.
  *   shm_peer orphan BYTES  a child offers BYTES to its parent, prints
@@ -101,6 +103,38 @@ static void expect_refused(int sock, uint64_t token, const char *what)
 	expect_rc(rc, -EACCES, what);
 	if (rc && (memfd != -1 || efd != -1))
 		check(false, "%s: a refused attach left descriptors %d %d", what, memfd, efd);
+}
+
+static void expect_attach(int sock, uint64_t token, const char *what)
+{
+	int memfd, efd;
+	int rc = smcr_shm_attach(sock, token, &memfd, &efd);
+
+	expect_rc(rc, 0, what);
+	if (rc == 0) {
+		close(memfd);
+		close(efd);
+	}
+}
+
+/*
+ * RESUME on sock: token 0 expects nothing offered on it (-ENOENT), else
+ * that offer, with the state, buffer and eventfd, and the other end's two.
+ */
+static void expect_resume(int sock, uint64_t token, const char *what)
+{
+	uint64_t got = 0;
+	int fds[5], n;
+	int rc = smcr_shm_resume(sock, &got, fds, &n);
+
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	if (!token) {
+		expect_rc(rc, -ENOENT, what);
+		return;
+	}
+	expect_rc(rc, 0, what);
+	check(rc || (got == token && n == 5), "%s: token and five descriptors", what);
 }
 
 static void xsend(int fd, const void *buf, size_t n)
@@ -252,6 +286,17 @@ static int new_eventfd(void)
 	return efd;
 }
 
+/* smcr_shm_offer with a fresh connection state of one page, as libsmcr leaves it. */
+static int offer_state(int sock, int memfd, uint64_t bytes, int efd, uint64_t *token)
+{
+	int state = smcr_shm_memfd((uint64_t)sysconf(_SC_PAGESIZE));
+	int rc = state < 0 ? state : smcr_shm_offer(sock, memfd, bytes, efd, state, token);
+
+	if (state >= 0)
+		close(state);
+	return rc;
+}
+
 /* memfd of bytes, mapped, and an eventfd; offered to sock's peer. */
 static void offer_rmb(struct end *e)
 {
@@ -263,7 +308,7 @@ static void offer_rmb(struct end *e)
 	}
 	e->rmb = map(memfd, e->bytes);
 	e->efd = new_eventfd();
-	int rc = smcr_shm_offer(e->sock, memfd, e->bytes, e->efd, &e->token);
+	int rc = offer_state(e->sock, memfd, e->bytes, e->efd, &e->token);
 	close(memfd);                   /* the mapping and smcrd's copy keep it */
 	char what[64];
 	snprintf(what, sizeof(what), "%s offers its buffer", e->name);
@@ -367,12 +412,18 @@ static void impostor(const char *addr, uint16_t sport, uint16_t cport, int serve
 	expect_refused(fd, client_token, "the same, for the client's buffer");
 	close(fd);
 
-	/* The offering socket itself, passed on to another process. */
+	/* The offering socket itself, passed on to another process: it may resume, not attach. */
 	expect_refused(server_sock, server_token, "the offering socket, held by another process");
+	expect_resume(server_sock, server_token, "the offering socket, held by another process");
+
+	/* Nothing was offered on the third process's own connection to resume. */
+	fd = connect_to(NULL, 0, caddr, sport);
+	expect_resume(fd, 0, "a third process's own connection");
 
 	/* A WITHDRAW from a stranger must not end the offers (checked by the attaches after). */
-	smcr_shm_withdraw(server_token);
-	smcr_shm_withdraw(client_token);
+	smcr_shm_withdraw(server_token, -1);
+	smcr_shm_withdraw(client_token, fd);
+	close(fd);
 
 	/* Forging the client's end: its port is taken, so the kernel must refuse. */
 	fd = connect_to(caddr, cport, caddr, sport);
@@ -447,9 +498,10 @@ static int run_pair(const char *addr, uint64_t bytes, const sigset_t *usr1)
 		attach_peer(&e);
 		exchange_data(&e, 0x5c, 0xa3);
 		exchange_wakeups(&e, 0x5c, 0xa3);
-		expect_refused(client, e.peer_token, "attaching the same buffer a second time");
+		expect_attach(client, e.peer_token, "the peer attaching again (another of its processes)");
+		expect_resume(client, e.token, "the client end resuming its own");
 		xrecv(client, &c, 1);           /* withdraw */
-		smcr_shm_withdraw(e.token);
+		smcr_shm_withdraw(e.token, -1);
 		xsend(client, &c, 1);
 		(void)!recv(client, &c, 1, 0);  /* until the server closes */
 		exit(failures ? 1 : 0);
@@ -478,7 +530,7 @@ static int run_pair(const char *addr, uint64_t bytes, const sigset_t *usr1)
 	printf("holding\n");
 	fflush(stdout);
 	wait_usr1(usr1);
-	smcr_shm_withdraw(e.token);
+	smcr_shm_withdraw(e.token, -1);
 	xsend(server, &c, 1);
 	xrecv(server, &c, 1);
 	printf("withdrawn\n");
@@ -502,7 +554,7 @@ static int run_orphan(uint64_t bytes, const sigset_t *usr1)
 	if (child == 0) {
 		int memfd = smcr_shm_memfd(bytes), efd = new_eventfd();
 		close(server);
-		expect_rc(memfd < 0 ? memfd : smcr_shm_offer(client, memfd, bytes, efd, &token), 0,
+		expect_rc(memfd < 0 ? memfd : offer_state(client, memfd, bytes, efd, &token), 0,
 			  "the offerer offers its buffer");
 		xsend(client, &token, sizeof(token));
 		printf("offerer %d\n", (int)getpid());
@@ -532,7 +584,7 @@ static void offer_with(int sock, int memfd, uint64_t bytes, int efd, int want, c
 {
 	uint64_t token;
 
-	expect_rc(smcr_shm_offer(sock, memfd, bytes, efd, &token), want, what);
+	expect_rc(offer_state(sock, memfd, bytes, efd, &token), want, what);
 	close(memfd);
 	close(efd);
 }
@@ -603,12 +655,26 @@ static int run_bad(uint64_t beyond)
 	offer_with(client, smcr_shm_memfd(bytes), bytes, smcr_shm_memfd(bytes), -EINVAL,
 		   "a memfd as the wake-up descriptor");
 
+	/* The connection state: a sealed memfd of a few pages, like the buffer. */
+	uint64_t token;
+	int state = sealed_memfd(page, 0);
+	memfd = smcr_shm_memfd(bytes);
+	expect_rc(smcr_shm_offer(client, memfd, bytes, new_eventfd(), state, &token), -EINVAL,
+		  "an unsealed state memfd");
+	close(state);
+	state = sealed_memfd(256 * page, fixed);
+	expect_rc(smcr_shm_offer(client, memfd, bytes, new_eventfd(), state, &token), -EINVAL,
+		  "a state memfd of a megabyte");
+	close(state);
+	expect_rc(smcr_shm_offer(client, memfd, bytes, new_eventfd(), new_eventfd(), &token),
+		  -EINVAL, "an eventfd as the state");
+	close(memfd);
+
 	expect_offer(client, sealed_memfd(beyond, fixed), beyond, -ENOMEM,
 		     "an offer beyond max_memory");
 	expect_offer(client, smcr_shm_memfd(bytes), bytes, 0, "a good offer after all that");
 
 	/* A socket connected to itself has both ends' addresses, and is still not its peer. */
-	uint64_t token;
 	int self = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	len = make_addr("127.0.0.1", 0, &ss);
 	if (self < 0 || bind(self, (struct sockaddr *)&ss, len))
@@ -618,7 +684,7 @@ static int run_bad(uint64_t beyond)
 		die("a TCP socket connected to itself");
 	memfd = smcr_shm_memfd(bytes);
 	int efd = new_eventfd();
-	expect_rc(smcr_shm_offer(self, memfd, bytes, efd, &token), 0,
+	expect_rc(offer_state(self, memfd, bytes, efd, &token), 0,
 		  "an offer on a socket connected to itself");
 	close(memfd);
 	close(efd);
@@ -629,11 +695,11 @@ static int run_bad(uint64_t beyond)
 /* Sends m with nfds copies of fd attached, on a connection of its own. */
 static bool closed_by_smcrd(struct smcr_control_msg *m, size_t len, int fd, size_t nfds)
 {
-	char control[CMSG_SPACE(4 * sizeof(int))] = { 0 };
+	char control[CMSG_SPACE(6 * sizeof(int))] = { 0 };
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct iovec iov = { m, len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	int fds[4] = { fd, fd, fd, fd };
+	int fds[6] = { fd, fd, fd, fd, fd, fd };
 	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	char reply[sizeof(*m)];
 
@@ -666,12 +732,14 @@ static int run_junk(void)
 	} cases[] = {
 		{ SMCR_CONTROL_GRANT, 1, "a GRANT carrying a descriptor" },
 		{ SMCR_CONTROL_STATUS, 2, "a STATUS carrying two" },
-		{ SMCR_CONTROL_WITHDRAW, 1, "a WITHDRAW carrying one" },
-		{ SMCR_CONTROL_OFFER, 1, "an OFFER carrying one descriptor, not three" },
-		{ SMCR_CONTROL_OFFER, 2, "an OFFER carrying two" },
-		{ SMCR_CONTROL_OFFER, 4, "an OFFER carrying four" },
+		{ SMCR_CONTROL_WITHDRAW, 2, "a WITHDRAW carrying two" },
+		{ SMCR_CONTROL_OFFER, 1, "an OFFER carrying one descriptor, not four" },
+		{ SMCR_CONTROL_OFFER, 3, "an OFFER carrying three" },
+		{ SMCR_CONTROL_OFFER, 5, "an OFFER carrying five" },
 		{ SMCR_CONTROL_ATTACH, 0, "an ATTACH carrying none" },
 		{ SMCR_CONTROL_ATTACH, 4, "an ATTACH carrying four" },
+		{ SMCR_CONTROL_RESUME, 0, "a RESUME carrying none" },
+		{ SMCR_CONTROL_RESUME, 2, "a RESUME carrying two" },
 	};
 	int memfd = smcr_shm_memfd((uint64_t)sysconf(_SC_PAGESIZE));
 

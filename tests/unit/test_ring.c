@@ -79,8 +79,8 @@ static uint64_t get(int sock)
 }
 
 /* One side: our RMB, wait for the peer's to exist, attach it.  0 or an errno. */
-static int side_setup(struct smc_conn *conn, int sock, const int own[2], const int peer[2],
-		      unsigned int own_class, unsigned int peer_class, uint32_t token,
+static int side_setup(struct smc_conn *conn, struct smc_conn_state *st, int sock,
+		      const int own[2], const int peer[2], unsigned int own_class, unsigned int peer_class, uint32_t token,
 		      uint32_t peer_token, uint16_t start_wrap)
 {
 	struct smc_clc_accept_confirm desc = {
@@ -90,7 +90,7 @@ static int side_setup(struct smc_conn *conn, int sock, const int own[2], const i
 	struct smc_cursor start = { .wrap = start_wrap };
 	int rc;
 
-	rc = smc_conn_init(conn, &smc_shm_ops);
+	rc = smc_conn_init(conn, &smc_shm_ops, st, true);
 	if (!rc)
 		rc = conn->ops->create_rmb(conn, own_class, own[0], dup(own[1]));
 	if (rc)
@@ -100,10 +100,10 @@ static int side_setup(struct smc_conn *conn, int sock, const int own[2], const i
 	rc = conn->ops->attach_peer(conn, &desc, peer[0], dup(peer[1]));
 	if (rc)
 		return rc;
-	conn->token = token;
-	conn->peer_token = peer_token;
-	conn->tx_prep = conn->tx_sent = conn->tx_fin = start;
-	conn->rx_prod = conn->rx_cons = conn->rx_confirmed = start;
+	conn->st->token = token;
+	conn->st->peer_token = peer_token;
+	conn->st->tx_prep = conn->st->tx_sent = conn->st->tx_fin = start;
+	conn->st->rx_prod = conn->st->rx_cons = conn->st->rx_confirmed = start;
 	return 0;
 }
 
@@ -115,8 +115,10 @@ static void pair_run(const struct pair_opts *o, role_fn *parent, role_fn *child)
 	int end1[2] = { test_memfd(o->size_class[1]), eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) };
 	int sock[2], status;
 	struct smc_conn *conn = malloc(sizeof(*conn));
+	struct smc_conn_state *st = malloc(sizeof(*st));
 
 	assert_non_null(conn);
+	assert_non_null(st);
 	assert_true(end0[0] >= 0 && end0[1] >= 0 && end1[0] >= 0 && end1[1] >= 0);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sock), 0);
 	pair_now = *o;
@@ -125,14 +127,14 @@ static void pair_run(const struct pair_opts *o, role_fn *parent, role_fn *child)
 	if (child_pid == 0) {
 		alarm(60);
 		close(sock[0]);
-		CHECK(side_setup(conn, sock[1], end1, end0, o->size_class[1], o->size_class[0],
+		CHECK(side_setup(conn, st, sock[1], end1, end0, o->size_class[1], o->size_class[0],
 				 0xc0ffee02, 0xc0ffee01, o->start_wrap) == 0);
 		child(conn, sock[1]);
 		_exit(0);
 	}
 	close(sock[1]);
 	alarm(100);	/* a dead child would leave us waiting on the ring */
-	assert_int_equal(side_setup(conn, sock[0], end0, end1, o->size_class[0],
+	assert_int_equal(side_setup(conn, st, sock[0], end0, end1, o->size_class[0],
 				    o->size_class[1], 0xc0ffee01, 0xc0ffee02, o->start_wrap), 0);
 	for (int i = 0; i < 2; i++) {
 		close(end0[i]);
@@ -146,6 +148,7 @@ static void pair_run(const struct pair_opts *o, role_fn *parent, role_fn *child)
 	assert_int_equal(WEXITSTATUS(status), 0);
 	smc_conn_destroy(conn);
 	free(conn);
+	free(st);
 	close(sock[0]);
 }
 
@@ -330,13 +333,13 @@ static void stream_child_receives(struct smc_conn *conn, int sock)
 {
 	uint64_t sum = stream_recv(conn, STREAM_BYTES, 42);
 	struct smc_cursor end = {
-		.wrap = (uint16_t)(pair_now.start_wrap + STREAM_BYTES / conn->rmb_size),
-		.count = STREAM_BYTES % conn->rmb_size,
+		.wrap = (uint16_t)(pair_now.start_wrap + STREAM_BYTES / conn->st->rmb_size),
+		.count = STREAM_BYTES % conn->st->rmb_size,
 	};
 
 	CHECK(sum != 0);
-	CHECK(smc_cursor_equal(conn->rx_cons, end));
-	CHECK(smc_cursor_equal(conn->rx_prod, end));
+	CHECK(smc_cursor_equal(conn->st->rx_cons, end));
+	CHECK(smc_cursor_equal(conn->st->rx_prod, end));
 	put(sock, sum);
 }
 
@@ -428,7 +431,7 @@ static void full_parent(struct smc_conn *conn, int sock)
 		buf[i] = (uint8_t)(i * 7);
 	/* exactly the ring fits; the rest waits */
 	assert_int_equal(send_buf(conn, buf, sizeof(buf), 0, true), RING);
-	assert_true(conn->write_blocked);
+	assert_true(conn->st->write_blocked);
 	assert_false(smc_tx_writable(conn));
 	assert_int_equal(send_buf(conn, buf + RING, 1000, 0, true), -EAGAIN);
 	put(sock, 1);
@@ -436,7 +439,7 @@ static void full_parent(struct smc_conn *conn, int sock)
 	t0 = smc_clock_ns();
 	assert_int_equal(send_buf(conn, buf + RING, 1000, 0, false), 1000);
 	assert_true(elapsed_ms(t0) >= 40);
-	assert_false(conn->write_blocked);
+	assert_false(conn->st->write_blocked);
 	assert_true(smc_tx_writable(conn));
 	/* blocked again, in one call, for more than a ring */
 	assert_int_equal(send_buf(conn, buf, sizeof(buf), 0, false), (ssize_t)sizeof(buf));
@@ -452,8 +455,8 @@ static void full_child(struct smc_conn *conn, int sock)
 
 	get(sock);
 	CHECK(smc_rx_readable(conn) == RING);
-	CHECK(conn->peer_prod_flags & SMC_CDC_WRITE_BLOCKED);
-	CHECK(smc_cursor_diff(conn->rmb_size, conn->rx_cons, conn->rx_prod) == RING);
+	CHECK(conn->st->peer_prod_flags & SMC_CDC_WRITE_BLOCKED);
+	CHECK(smc_cursor_diff(conn->st->rmb_size, conn->st->rx_cons, conn->st->rx_prod) == RING);
 	usleep(50000);
 	while ((r = recv_buf(conn, buf + got, sizeof(buf) - got, 0)) > 0)
 		got += (size_t)r;
@@ -485,7 +488,7 @@ static void cork_parent(struct smc_conn *conn, int sock)
 	 * (The child has read 6 bytes, too few to report yet.)
 	 */
 	assert_int_equal(send_buf(conn, big, RING - 6, MSG_MORE, true), RING - 6);
-	assert_true(conn->write_blocked);
+	assert_true(conn->st->write_blocked);
 	put(sock, 3);
 	get(sock);
 }
@@ -537,10 +540,10 @@ static void flags_child(struct smc_conn *conn, int sock)
 	uint64_t t0 = smc_clock_ns();
 
 	CHECK(recv_buf(conn, buf, sizeof(buf), MSG_DONTWAIT) == -EAGAIN);
-	conn->rcv_timeout_ms = 50;
+	conn->st->rcv_timeout_ms = 50;
 	CHECK(recv_buf(conn, buf, sizeof(buf), 0) == -EAGAIN);
 	CHECK(elapsed_ms(t0) >= 45);
-	conn->rcv_timeout_ms = 0;
+	conn->st->rcv_timeout_ms = 0;
 	put(sock, 1);
 	CHECK(recv_buf(conn, buf, 5, MSG_PEEK) == 5 && memcmp(buf, "hello", 5) == 0);
 	CHECK(smc_rx_readable(conn) == 11);
@@ -581,7 +584,7 @@ static void half_close_parent(struct smc_conn *conn, int sock)
 	put(sock, 1);
 	/* the child closes too: end of file */
 	assert_int_equal(recv_buf(conn, buf, sizeof(buf), 0), 0);
-	assert_int_equal(conn->peer_state, SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED);
+	assert_int_equal(conn->st->peer_state, SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED);
 }
 
 static void half_close_child(struct smc_conn *conn, int sock)
@@ -592,7 +595,7 @@ static void half_close_child(struct smc_conn *conn, int sock)
 	CHECK(memcmp(buf, "request", 7) == 0);
 	CHECK(recv_buf(conn, buf, sizeof(buf), 0) == 0);
 	CHECK(recv_buf(conn, buf, sizeof(buf), MSG_DONTWAIT) == 0);
-	CHECK(conn->peer_state == SMC_CDC_PEER_DONE_WRITING);
+	CHECK(conn->st->peer_state == SMC_CDC_PEER_DONE_WRITING);
 	CHECK(send_buf(conn, "response", 8, 0, false) == 8);
 	get(sock);
 	/* the parent has closed: sending to it is EPIPE */
@@ -626,7 +629,7 @@ static void abort_child(struct smc_conn *conn, int sock)
 	CHECK(recv_buf(conn, buf, sizeof(buf), 0) == -ECONNRESET);
 	CHECK(send_buf(conn, "x", 1, 0, false) == -ECONNRESET);
 	CHECK(smc_tx_writable(conn));
-	CHECK(conn->peer_state & SMC_CDC_PEER_CONN_ABORT);
+	CHECK(conn->st->peer_state & SMC_CDC_PEER_CONN_ABORT);
 	put(sock, 1);
 }
 
@@ -698,8 +701,8 @@ static void urgent_child(struct smc_conn *conn, int sock)
 
 	get(sock);
 	CHECK(smc_rx_urgent(conn));
-	CHECK(conn->peer_prod_flags & SMC_CDC_URG_DATA_PRESENT);
-	CHECK(conn->peer_prod_flags & SMC_CDC_URG_DATA_PENDING);
+	CHECK(conn->st->peer_prod_flags & SMC_CDC_URG_DATA_PRESENT);
+	CHECK(conn->st->peer_prod_flags & SMC_CDC_URG_DATA_PENDING);
 	CHECK(smc_rx_readable(conn) == 3);	/* "abc": the urgent byte is not in the stream */
 	CHECK(recv_buf(conn, buf, 1, MSG_OOB | MSG_PEEK) == 1 && buf[0] == '!');
 	CHECK(recv_buf(conn, buf, 1, MSG_OOB) == 1 && buf[0] == '!');
@@ -710,7 +713,7 @@ static void urgent_child(struct smc_conn *conn, int sock)
 	CHECK(recv_buf(conn, buf, sizeof(buf), 0) == 3 && memcmp(buf, "abc", 3) == 0);
 	/* ... the next steps over the urgent byte, which releases the sender */
 	CHECK(recv_buf(conn, buf, 3, MSG_WAITALL) == 3 && memcmp(buf, "def", 3) == 0);
-	conn->oob_inline = true;
+	conn->st->oob_inline = true;
 	put(sock, 2);
 	CHECK(recv_buf(conn, buf, 2, MSG_WAITALL) == 2 && memcmp(buf, "gh", 2) == 0);
 	CHECK(recv_buf(conn, buf, 1, MSG_OOB) == -EINVAL);
@@ -774,15 +777,15 @@ static int bad_kind;
 static void bad_cdc_parent(struct smc_conn *conn, int sock)
 {
 	uint8_t msg[SMC_CDC_MSG_LEN];
-	struct smc_cdc cdc = { .seqno = 1, .token = conn->peer_token };
+	struct smc_cdc cdc = { .seqno = 1, .token = conn->st->peer_token };
 	char buf[8];
 
 	assert_int_equal(send_buf(conn, "ok", 2, 0, false), 2);
 	get(sock);
-	cdc.prod = conn->tx_prep;
+	cdc.prod = conn->st->tx_prep;
 	switch (bad_kind) {
 	case 0:		/* producer cursor beyond the ring */
-		cdc.prod.count = conn->peer_rmb_size + 5;
+		cdc.prod.count = conn->st->peer_rmb_size + 5;
 		break;
 	case 1:		/* more than a ring ahead of what the reader released */
 		cdc.prod.wrap += 2;
@@ -810,8 +813,8 @@ static void bad_cdc_child(struct smc_conn *conn, int sock)
 	CHECK(recv_buf(conn, buf, 2, MSG_WAITALL) == 2);
 	put(sock, 1);
 	CHECK(recv_buf(conn, buf, sizeof(buf), 0) == -ECONNRESET);
-	CHECK(conn->err == ECONNRESET);
-	CHECK(conn->local_state & SMC_CDC_PEER_CONN_ABORT);
+	CHECK(conn->st->err == ECONNRESET);
+	CHECK(conn->st->local_state & SMC_CDC_PEER_CONN_ABORT);
 	CHECK(smc_rx_readable(conn) == 0);
 	get(sock);
 }
@@ -831,16 +834,17 @@ static void attach_refuses_what_it_cannot_trust(void **state)
 	int own = test_memfd(0), unsealed = memfd_create("x", MFD_CLOEXEC), blank = test_memfd(0);
 	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	struct smc_conn conn;
+	struct smc_conn_state st;
 
 	(void)state;
 	assert_true(own >= 0 && unsealed >= 0 && blank >= 0 && efd >= 0);
 	assert_int_equal(ftruncate(unsealed, (off_t)smc_shm_region_size(0)), 0);
-	assert_int_equal(smc_conn_init(&conn, &smc_shm_ops), 0);
+	assert_int_equal(smc_conn_init(&conn, &smc_shm_ops, &st, true), 0);
 	assert_int_equal(conn.ops->create_rmb(&conn, 7, own, efd), -EINVAL);
 	assert_int_equal(conn.ops->create_rmb(&conn, 1, own, efd), -EINVAL);	/* memfd too small */
 	assert_int_equal(conn.ops->create_rmb(&conn, 0, own, -1), -EINVAL);	/* no eventfd */
 	assert_int_equal(conn.ops->create_rmb(&conn, 0, own, efd), 0);
-	assert_int_equal(conn.rmb_size, 16384);
+	assert_int_equal(conn.st->rmb_size, 16384);
 	/* a memfd the peer could shrink under our stores */
 	assert_int_equal(conn.ops->attach_peer(&conn, &peer, unsealed, efd), -EPERM);
 	/* no RMB set up in it */
