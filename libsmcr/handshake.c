@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "conn_table.h"
 #include "control.h"
 #include "handshake.h"
 #include "handshake_flags.h"
@@ -48,6 +49,8 @@ void smcr_handshake_record(int fd, bool active)
 	errno = saved_errno;
 	smcr_fd_set(fd, active ? SMCR_FD_TCP_CLIENT : SMCR_FD_TCP_SERVER);
 	smcr_fd_set_reason(fd, reason);
+	smcr_fd_set_record(fd, smcr_conn_table_open(fd, active, reason == SMCR_REASON_NONE ?
+							  SMCR_CONN_CLC : SMCR_CONN_TCP, reason));
 	if (reason == SMCR_REASON_NONE) {
 		if (active)
 			smcr_stat_add(smc_clients, 1);

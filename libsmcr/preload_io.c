@@ -5,7 +5,8 @@
  * A call on a connection that went on SMC is served by smc_sock.c; every
  * other call is the C library's, and the bytes that cross a TCP socket are
  * counted.  This is the hot path of every application under the preload:
- * one table look-up and one relaxed add, never a lock or an extra system
+ * one table look-up and two relaxed adds (bytes and calls, into the
+ * connection's record: conn_table.h), never a lock or an extra system
  * call - except once per connection, at the first call after a non-blocking
  * connect(), where the handshake's outcome is read (handshake.h), and the
  * calls that carry a connection's CLC exchange (smc_sock.h).
@@ -16,6 +17,7 @@
 #include <sys/sendfile.h>
 #include <unistd.h>
 
+#include "conn_table.h"
 #include "fdtable.h"
 #include "handshake.h"
 #include "real.h"
@@ -58,16 +60,16 @@ static void tcp_msg_outputs(struct msghdr *msg, int flags)
 	msg->msg_flags = flags & MSG_OOB;
 }
 
-static inline void count_in(bool is_tcp, ssize_t n)
+static inline void count_in(int fd, bool is_tcp, ssize_t n)
 {
 	if (n > 0 && is_tcp)
-		smcr_stat_add(tcp_bytes_in, n);
+		smcr_conn_table_tcp(fd, true, (size_t)n);
 }
 
-static inline void count_out(bool is_tcp, ssize_t n)
+static inline void count_out(int fd, bool is_tcp, ssize_t n)
 {
 	if (n > 0 && is_tcp)
-		smcr_stat_add(tcp_bytes_out, n);
+		smcr_conn_table_tcp(fd, false, (size_t)n);
 }
 
 static size_t mmsg_bytes(const struct mmsghdr *msgs, int n)
@@ -89,7 +91,7 @@ ssize_t read(int fd, void *buf, size_t len)
 	if (sk)
 		return smcr_sock_recv(sk, ONE(buf, len), 1, 0);
 	ssize_t n = REAL(read)(fd, buf, len);
-	count_in(is_tcp, n);
+	count_in(fd, is_tcp, n);
 	return n;
 }
 
@@ -104,7 +106,7 @@ ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 		return smcr_sock_recv(sk, ONE(buf, len), 1, 0);
 	}
 	ssize_t n = REAL(__read_chk)(fd, buf, len, buflen);
-	count_in(is_tcp, n);
+	count_in(fd, is_tcp, n);
 	return n;
 }
 
@@ -116,7 +118,7 @@ ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 	if (sk)
 		return smcr_sock_recv(sk, iov, iovcnt, 0);
 	ssize_t n = REAL(readv)(fd, iov, iovcnt);
-	count_in(is_tcp, n);
+	count_in(fd, is_tcp, n);
 	return n;
 }
 
@@ -128,7 +130,7 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
 	if (sk)
 		return smcr_sock_recv(sk, ONE(buf, len), 1, flags);
 	ssize_t n = REAL(recv)(fd, buf, len, flags);
-	count_in(is_tcp, n);
+	count_in(fd, is_tcp, n);
 	return n;
 }
 
@@ -143,7 +145,7 @@ ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
 		return smcr_sock_recv(sk, ONE(buf, len), 1, flags);
 	}
 	ssize_t n = REAL(__recv_chk)(fd, buf, len, buflen, flags);
-	count_in(is_tcp, n);
+	count_in(fd, is_tcp, n);
 	return n;
 }
 
@@ -159,7 +161,7 @@ ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *addr
 		return smcr_sock_recv(sk, ONE(buf, len), 1, flags);
 	}
 	ssize_t n = REAL(recvfrom)(fd, buf, len, flags, addr, addrlen);
-	count_in(is_tcp, n);
+	count_in(fd, is_tcp, n);
 	return n;
 }
 
@@ -177,7 +179,7 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
 		return smcr_sock_recv(sk, ONE(buf, len), 1, flags);
 	}
 	ssize_t n = REAL(__recvfrom_chk)(fd, buf, len, buflen, flags, addr, addrlen);
-	count_in(is_tcp, n);
+	count_in(fd, is_tcp, n);
 	return n;
 }
 
@@ -194,7 +196,7 @@ ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 		return n;
 	}
 	ssize_t n = REAL(recvmsg)(fd, msg, flags);
-	count_in(is_tcp, n);
+	count_in(fd, is_tcp, n);
 	return n;
 }
 
@@ -217,7 +219,7 @@ int recvmmsg(int fd, struct mmsghdr *msgs, unsigned int vlen, int flags,
 	}
 	int n = REAL(recvmmsg)(fd, msgs, vlen, flags, timeout);
 	if (n > 0)
-		count_in(is_tcp, (ssize_t)mmsg_bytes(msgs, n));
+		count_in(fd, is_tcp, (ssize_t)mmsg_bytes(msgs, n));
 	return n;
 }
 
@@ -231,7 +233,7 @@ ssize_t write(int fd, const void *buf, size_t len)
 	if (sk)
 		return smcr_sock_send(sk, ONE(buf, len), 1, 0);
 	ssize_t n = REAL(write)(fd, buf, len);
-	count_out(is_tcp, n);
+	count_out(fd, is_tcp, n);
 	return n;
 }
 
@@ -243,7 +245,7 @@ ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 	if (sk)
 		return smcr_sock_send(sk, iov, iovcnt, 0);
 	ssize_t n = REAL(writev)(fd, iov, iovcnt);
-	count_out(is_tcp, n);
+	count_out(fd, is_tcp, n);
 	return n;
 }
 
@@ -255,7 +257,7 @@ ssize_t send(int fd, const void *buf, size_t len, int flags)
 	if (sk)
 		return smcr_sock_send(sk, ONE(buf, len), 1, flags);
 	ssize_t n = REAL(send)(fd, buf, len, flags);
-	count_out(is_tcp, n);
+	count_out(fd, is_tcp, n);
 	return n;
 }
 
@@ -268,7 +270,7 @@ ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sock
 	if (sk)         /* a connected stream ignores the address, as TCP does */
 		return smcr_sock_send(sk, ONE(buf, len), 1, flags);
 	ssize_t n = REAL(sendto)(fd, buf, len, flags, addr, addrlen);
-	count_out(is_tcp, n);
+	count_out(fd, is_tcp, n);
 	return n;
 }
 
@@ -280,7 +282,7 @@ ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	if (sk)
 		return smcr_sock_send(sk, msg->msg_iov, (int)msg->msg_iovlen, flags);
 	ssize_t n = REAL(sendmsg)(fd, msg, flags);
-	count_out(is_tcp, n);
+	count_out(fd, is_tcp, n);
 	return n;
 }
 
@@ -306,7 +308,7 @@ int sendmmsg(int fd, struct mmsghdr *msgs, unsigned int vlen, int flags)
 	}
 	int n = REAL(sendmmsg)(fd, msgs, vlen, flags);
 	if (n > 0)
-		count_out(is_tcp, (ssize_t)mmsg_bytes(msgs, n));
+		count_out(fd, is_tcp, (ssize_t)mmsg_bytes(msgs, n));
 	return n;
 }
 
@@ -318,7 +320,7 @@ ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 	if (sk)
 		return smcr_sock_sendfile(sk, in_fd, offset, count);
 	ssize_t n = REAL(sendfile)(out_fd, in_fd, offset, count);
-	count_out(is_tcp, n);
+	count_out(out_fd, is_tcp, n);
 	return n;
 }
 
@@ -330,7 +332,7 @@ ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t count)
 	if (sk)
 		return smcr_sock_sendfile(sk, in_fd, offset, count);
 	ssize_t n = REAL(sendfile64)(out_fd, in_fd, offset, count);
-	count_out(is_tcp, n);
+	count_out(out_fd, is_tcp, n);
 	return n;
 }
 
@@ -351,7 +353,7 @@ ssize_t splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t le
 	if (sk_out)
 		return smcr_sock_splice_in(sk_out, fd_in, len, flags);
 	ssize_t n = REAL(splice)(fd_in, off_in, fd_out, off_out, len, flags);
-	count_in(in_tcp, n);
-	count_out(out_tcp, n);
+	count_in(fd_in, in_tcp, n);
+	count_out(fd_out, out_tcp, n);
 	return n;
 }

@@ -411,6 +411,7 @@ static void shm_release(struct smc_conn *conn)
 
 const struct smc_transport_ops smc_shm_ops = {
 	.name = "shm",
+	.id = SMCR_TRANSPORT_SHM,
 	.create_rmb = shm_create_rmb,
 	.attach_peer = shm_attach_peer,
 	.write = shm_write,

@@ -28,6 +28,7 @@
 #include <netinet/tcp.h>
 #include <unistd.h>
 
+#include "conn_table.h"
 #include "log.h"
 #include "readiness.h"
 #include "real.h"
@@ -198,6 +199,7 @@ void smcr_sock_negotiated(int fd, bool active)
 	atomic_init(&sk->phase, SMCR_SOCK_IDLE);
 	atomic_init(&sk->nonblock, fl >= 0 && (fl & O_NONBLOCK));
 	sk->active = active;
+	sk->conn.record = smcr_fd_record(fd);
 	pthread_mutex_lock(&all_lock);
 	sk->next = all;
 	if (all)
@@ -226,7 +228,7 @@ static void sock_close(struct smcr_sock *sk)
 			smc_tx_abort(conn);     /* as TCP: unread data resets */
 		else if (!forked)
 			smc_tx_close(conn);
-		smcr_stat_add(shm_closed, 1);
+		smcr_conn_table_smc_closed(conn);
 		break;
 	case SMCR_SOCK_SETUP:
 		/* forked: a child may finish the exchange with our offer */
@@ -288,10 +290,7 @@ static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 
 	if (state == SMC_SETUP_DONE) {
 		sk->conn.sock = fd;
-		if (sk->active)
-			smcr_stat_add(shm_clients, 1);
-		else
-			smcr_stat_add(shm_servers, 1);
+		smcr_conn_table_smc_opened(&sk->conn, sk->active, RMB_SIZE_CLASS);
 		smcr_log(SMCR_LOG_DEBUG, "fd %d: SMC connection on %s", fd, sk->conn.ops->name);
 		atomic_store_explicit(&sk->phase, SMCR_SOCK_SMC, memory_order_release);
 		return;
@@ -299,6 +298,8 @@ static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 	smcr_fd_set_reason(fd, reason);
 	if (state == SMC_SETUP_FALLBACK) {
 		smcr_stat_add(fallbacks[reason], 1);
+		smcr_conn_table_fell_back(sk->conn.record, SMCR_CONN_TCP, reason,
+					  sk->setup.peer_diagnosis);
 		smcr_log(SMCR_LOG_DEBUG, "fd %d: CLC: staying on TCP: %s (0x%08x, peer 0x%08x)", fd,
 			 smcr_reason_name(reason), smcr_reason_code(reason),
 			 sk->setup.peer_diagnosis);
@@ -310,6 +311,7 @@ static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 	int saved_errno = errno;
 
 	smcr_stat_add(handshake_errors, 1);
+	smcr_conn_table_fell_back(sk->conn.record, SMCR_CONN_RESET, reason, 0);
 	smcr_log(SMCR_LOG_WARN, "fd %d: CLC failed: %s (0x%08x): connection reset", fd,
 		 smcr_reason_name(reason), smcr_reason_code(reason));
 	REAL(connect)(fd, &unspec, sizeof(unspec));     /* sends the peer a reset */
@@ -396,8 +398,6 @@ ssize_t smcr_sock_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt
 	n = smc_rx_recv(&sk->conn, iov, iovcnt, flags & known, nonblock);
 	if (n == -EAGAIN && sk->rd_shut)
 		n = 0;  /* after SHUT_RD, an empty buffer reads as end of file */
-	if (n > 0)
-		smcr_stat_add(shm_bytes_in, n);
 	return result(n);
 }
 
@@ -412,8 +412,6 @@ ssize_t smcr_sock_send(struct smcr_sock *sk, const struct iovec *iov, int iovcnt
 	if (sk->corked)
 		smc_flags |= MSG_MORE;
 	n = smc_tx_send(&sk->conn, iov, iovcnt, smc_flags, nonblock);
-	if (n > 0)
-		smcr_stat_add(shm_bytes_out, n);
 	if (n == -EPIPE && !(flags & MSG_NOSIGNAL))
 		raise(SIGPIPE);
 	return result(n);

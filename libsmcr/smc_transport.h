@@ -23,6 +23,7 @@
 #include "smc_cdc.h"
 #include "smc_clc.h"
 #include "smc_cursor.h"
+#include "stats.h"
 
 /*
  * RMB sizes: 1 << (class + 14) bytes, the 4-bit compressed size of the CLC
@@ -67,6 +68,7 @@ struct smc_conn;
  */
 struct smc_transport_ops {
 	const char *name;
+	enum smcr_transport_id id;	/* its statistics */
 
 	/*
 	 * Sets up our RMB of smc_rmb_size(size_class) bytes in the memory of
@@ -153,6 +155,14 @@ enum smc_urg_state {
 	SMC_URG_READ,		/* read with MSG_OOB */
 };
 
+/* What a connection moved, counted by the send and receive paths under its lock. */
+struct smc_traffic {
+	uint64_t bytes_in, bytes_out;
+	uint64_t recvs, sends;		/* calls that moved data */
+	uint64_t rmb_full;		/* our RMB filled up */
+	uint64_t peer_rmb_full;		/* a send found the peer's RMB full (write_blocked) */
+};
+
 /*
  * One connection.  The send and receive paths (smc_tx.c, smc_rx.c) own the
  * fields after ops/priv, under lock; whoever sets the connection up fills
@@ -196,6 +206,10 @@ struct smc_conn {
 	uint8_t local_state;		/* what we told the peer; set bits stay set */
 	uint8_t peer_state;		/* what the peer told us */
 	int err;			/* 0, or the errno every call fails with from now on */
+
+	/* Statistics: published to the connection's record (conn_table.h) under lock. */
+	uint32_t record;		/* the record's id; 0: none */
+	struct smc_traffic traffic;
 };
 
 static inline int smc_conn_init(struct smc_conn *conn, const struct smc_transport_ops *ops)
