@@ -287,7 +287,7 @@ static bool local_host(const char *host)
 /* A port of port_range_list free on host (0: none), else a free port of the kernel's. */
 static unsigned int free_port(const char *host, const struct smcr_config *cfg)
 {
-	char num[8];
+	char num[12];
 
 	for (size_t i = 0; i < cfg->ports.n; i++)
 		for (unsigned int p = cfg->ports.range[i].lo; p <= cfg->ports.range[i].hi; p++) {
@@ -308,7 +308,7 @@ static int check(const char *conf, const char *host, const char *port_arg)
 	struct smcr_config_error err;
 	const bool have_cfg = smcr_config_load(conf, &cfg, &err) == 0;
 	const bool local = local_host(host);
-	char port[8], line[128];
+	char port[12], line[128];
 	FILE *srv_out = NULL, *cli_out = NULL;
 	int srv_in = -1, cli_in = -1, rc = EXIT_FAILURE;
 	pid_t srv = -1, cli;
