@@ -36,10 +36,10 @@ const char *smcr_transport_name(unsigned int id);
 /* RMB sizes are 16 KiB << class (smc_transport.h): classes 0 (16 KiB) to 6 (1 MiB). */
 #define SMCR_RMB_CLASSES 7
 
-/* Bytes of an RMB of size class c. */
+/* Bytes of an RMB of size class c; 0 for a class there is not (a record may hold any value). */
 static inline uint64_t smcr_rmb_class_bytes(unsigned int c)
 {
-	return (uint64_t)16384 << c;
+	return c < SMCR_RMB_CLASSES ? (uint64_t)16384 << c : 0;
 }
 
 enum smcr_conn_mode {

@@ -67,6 +67,7 @@ static void text(void **state)
 	assert_string_equal(smcr_conn_endpoint_str(&v6, buf, sizeof(buf)), "[fd00::1]:443");
 	assert_string_equal(smcr_conn_endpoint_str(&none, buf, sizeof(buf)), "?");
 	assert_int_equal(smcr_rmb_class_bytes(4), 262144);
+	assert_int_equal(smcr_rmb_class_bytes(SMCR_RMB_CLASSES), 0);
 }
 
 static uint32_t open_conn(int fd, enum smcr_conn_mode mode)
