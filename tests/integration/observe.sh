@@ -3,8 +3,9 @@
 # and peak connections, buffer full, RMB histogram, exact bytes, fallback
 # reasons, -d, -i, -r, --json), conns (one line per open connection: mode,
 # reason, state, RMB sizes, cursors, bytes; filters; nothing once closed)
-# and check (shm for a local server, POLICY for a port outside
-# port_range_list).  Root (smcrd loads a BPF program).
+# and check (shm for a local server; POLICY for a port outside
+# port_range_list, or with enabled=0; NODAEMON without smcrd, each with its
+# advice).  Root (smcrd loads a BPF program).
 #
 #   A. a python client under the preload sends 1 MiB to a python server
 #      that waits 1.5 s before it reads: the 256 KiB ring fills (buffer full
@@ -18,6 +19,7 @@ export SMCR_RUNDIR=$WORK/run
 CONF=$WORK/smcr.conf
 printf 'enabled = 1\nip_addr_list = 127.0.0.1\nport_range_list = 17600-17609\n' > "$CONF"
 start_bg smcrd plain "$BIN/smcrd" -f -c "$CONF"
+SMCRD=$LAST_PID
 for _ in $(seq 50); do "$BIN/smcrctl" status > /dev/null 2>&1 && break; sleep 0.1; done
 "$BIN/smcrctl" status > /dev/null || { fail "smcrd did not start: $(cat "$WORK/smcrd.err")"; finish; }
 
@@ -153,4 +155,20 @@ expect_eq "stats -i 1 -n 2: two samples, the second with interval 1 and no new c
 ctl stats -r > /dev/null
 expect_eq "after -r: connections, bytes, buffer full, RMBs zero; peak = open = 0" \
 	"$(json "(j['connections']['tcp_clients'] + j['connections']['fallbacks'] + sum(j['data'].values()) + sum(j['transports']['shm']['rmbs'].values()), j['connections']['open_peak'], j['connections']['open'])")" "(0, 0, 0)"
+ctl stats > "$WORK/stats-reset.txt"
+line "$WORK/stats-reset.txt" "^  Open at most: +0\$" "text after -r: peak 0"
+line "$WORK/stats-reset.txt" "^  Buffer full, remote \(peer RMB\): +0\$" "text after -r: buffer full 0"
+line "$WORK/stats-reset.txt" "^ +0 +0 +0 +0 +0 +0 +0\$" "text after -r: RMB histogram empty"
+
+# E. check's advice when SMC is disabled, and without smcrd
+ctl disable > /dev/null
+ctl check 127.0.0.1 > "$WORK/check-disabled.txt"
+expect_eq "check with enabled=0: exit status" "$?" 1
+line "$WORK/check-disabled.txt" "^fallback to TCP: client POLICY" "check with enabled=0: POLICY"
+line "$WORK/check-disabled.txt" "advice: enabled=0 in .*: smcrctl enable" "check with enabled=0: advice to enable"
+stop_bg "$SMCRD" TERM
+ctl check 127.0.0.1 > "$WORK/check-nodaemon.txt"
+expect_eq "check without smcrd: exit status" "$?" 3
+line "$WORK/check-nodaemon.txt" "^fallback to TCP: NODAEMON \(0x03000100" "check without smcrd: NODAEMON"
+line "$WORK/check-nodaemon.txt" "advice: smcrd is not running" "check without smcrd: advice to start it"
 finish
