@@ -129,21 +129,21 @@ void smcr_conn_table_hold(uint32_t id)
 		atomic_fetch_add_explicit(&r->refs, 1, RELAXED);
 }
 
-/* A freed record's traffic, into the counters of its mode (see stats_sum.c). */
-static void fold(uint32_t mode, uint32_t t, const uint64_t traffic[6])
+/* A finished connection's traffic, into the counters of its mode (as stats_sum.c). */
+static void fold(uint32_t mode, uint32_t t, const struct smc_traffic *tr)
 {
 	if (mode == SMCR_CONN_TCP) {
-		smcr_stat_add(tcp_bytes_in, traffic[0]);
-		smcr_stat_add(tcp_bytes_out, traffic[1]);
-		smcr_stat_add(tcp_recvs, traffic[2]);
-		smcr_stat_add(tcp_sends, traffic[3]);
+		smcr_stat_add(tcp_bytes_in, tr->bytes_in);
+		smcr_stat_add(tcp_bytes_out, tr->bytes_out);
+		smcr_stat_add(tcp_recvs, tr->recvs);
+		smcr_stat_add(tcp_sends, tr->sends);
 	} else if (mode == SMCR_CONN_SMC && t < SMCR_TRANSPORTS) {
-		smcr_stat_add(transport[t].bytes_in, traffic[0]);
-		smcr_stat_add(transport[t].bytes_out, traffic[1]);
-		smcr_stat_add(transport[t].recvs, traffic[2]);
-		smcr_stat_add(transport[t].sends, traffic[3]);
-		smcr_stat_add(transport[t].rmb_full, traffic[4]);
-		smcr_stat_add(transport[t].peer_rmb_full, traffic[5]);
+		smcr_stat_add(transport[t].bytes_in, tr->bytes_in);
+		smcr_stat_add(transport[t].bytes_out, tr->bytes_out);
+		smcr_stat_add(transport[t].recvs, tr->recvs);
+		smcr_stat_add(transport[t].sends, tr->sends);
+		smcr_stat_add(transport[t].rmb_full, tr->rmb_full);
+		smcr_stat_add(transport[t].peer_rmb_full, tr->peer_rmb_full);
 	}
 }
 
@@ -155,18 +155,18 @@ void smcr_conn_table_drop(uint32_t id)
 		return;
 	uint32_t mode = atomic_load_explicit(&r->mode, RELAXED);
 	uint32_t t = atomic_load_explicit(&r->transport, RELAXED);
-	const uint64_t traffic[6] = {
-		atomic_load_explicit(&r->bytes_in, RELAXED),
-		atomic_load_explicit(&r->bytes_out, RELAXED),
-		atomic_load_explicit(&r->recvs, RELAXED),
-		atomic_load_explicit(&r->sends, RELAXED),
-		atomic_load_explicit(&r->rmb_full, RELAXED),
-		atomic_load_explicit(&r->peer_rmb_full, RELAXED),
+	const struct smc_traffic tr = {
+		.bytes_in = atomic_load_explicit(&r->bytes_in, RELAXED),
+		.bytes_out = atomic_load_explicit(&r->bytes_out, RELAXED),
+		.recvs = atomic_load_explicit(&r->recvs, RELAXED),
+		.sends = atomic_load_explicit(&r->sends, RELAXED),
+		.rmb_full = atomic_load_explicit(&r->rmb_full, RELAXED),
+		.peer_rmb_full = atomic_load_explicit(&r->peer_rmb_full, RELAXED),
 	};
 
 	atomic_store_explicit(&r->mode, SMCR_CONN_FREE, memory_order_release);
 	atomic_fetch_sub_explicit(&smcr_stats_now()->conns.in_use, 1, RELAXED);
-	fold(mode, t, traffic);
+	fold(mode, t, &tr);
 }
 
 void smcr_conn_table_fell_back(uint32_t id, enum smcr_conn_mode mode, enum smcr_reason reason,
@@ -242,13 +242,10 @@ void smcr_conn_table_moved(struct smc_conn *conn, size_t in, size_t out)
 void smcr_conn_table_smc_closed(struct smc_conn *conn)
 {
 	const unsigned int t = conn->ops->id;
-	const struct smc_traffic *tr = &conn->traffic;
 
 	smcr_stat_add(transport[t].closed, 1);
-	if (conn->record)
-		return;         /* its record carries the traffic into the counters */
-	fold(SMCR_CONN_SMC, t, (const uint64_t[6]){ tr->bytes_in, tr->bytes_out, tr->recvs,
-						    tr->sends, tr->rmb_full, tr->peer_rmb_full });
+	if (!conn->record)      /* else its record carries the traffic into the counters */
+		fold(SMCR_CONN_SMC, t, &conn->traffic);
 }
 
 void smcr_conn_table_forked(struct smcr_conn_table *t)

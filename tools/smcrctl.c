@@ -121,6 +121,17 @@ int smcrctl_ask(uint16_t type, uint64_t token, void *reply, size_t size)
 	return rc;
 }
 
+char *smcrctl_json_comm(const char comm[16], char buf[17])
+{
+	size_t k = 0;
+
+	for (; k < 16 && comm[k]; k++)
+		buf[k] = strchr("._-", comm[k]) || (comm[k] >= '0' && comm[k] <= '9') ||
+			 ((comm[k] | 32) >= 'a' && (comm[k] | 32) <= 'z') ? comm[k] : '?';
+	buf[k] = '\0';
+	return buf;
+}
+
 int smcrctl_no_daemon(void)
 {
 	fprintf(stderr, "smcrctl: smcrd not running (no answer on %s/%s)\n", smcr_rundir(),

@@ -24,6 +24,13 @@ int smcrctl_ask(uint16_t type, uint64_t token, void *reply, size_t size);
 /* "smcrctl: smcrd not running (...)" on stderr; returns EXIT_NO_DAEMON. */
 int smcrctl_no_daemon(void);
 
+/*
+ * A process's command name (16 bytes, NUL-padded: the kernel's, any bytes)
+ * safe in a JSON string: only [A-Za-z0-9._-] kept, others '?'; into buf
+ * (17 bytes), returned.
+ */
+char *smcrctl_json_comm(const char comm[16], char buf[17]);
+
 int smcrctl_stats(char **args, int nargs);
 int smcrctl_conns(char **args, int nargs);
 int smcrctl_check(const char *conf_path, char **args, int nargs);

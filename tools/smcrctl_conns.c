@@ -95,13 +95,13 @@ static void print_json(const struct smcr_control_conn *e, bool first)
 		[SMCR_CURSOR_TX_PREP] = "tx_prep", [SMCR_CURSOR_TX_SENT] = "tx_sent",
 		[SMCR_CURSOR_TX_FIN] = "tx_fin",
 	};
-	char local[64], peer[64], cur[16];
+	char local[64], peer[64], cur[16], comm[sizeof(e->comm) + 1];
 
 	smcr_conn_endpoint_str(&c->local, local, sizeof(local));
 	smcr_conn_endpoint_str(&c->peer, peer, sizeof(peer));
-	printf("%s{\"pid\": %d, \"fd\": %d, \"local\": \"%s\", \"peer\": \"%s\", "
+	printf("%s{\"pid\": %d, \"command\": \"%s\", \"fd\": %d, \"local\": \"%s\", \"peer\": \"%s\", "
 	       "\"role\": \"%s\", \"mode\": \"%s\", \"state\": \"%s\"", first ? "" : ", ",
-	       e->pid, c->fd, local, peer, (c->flags & SMCR_CONN_ACTIVE) ? "client" : "server",
+	       e->pid, smcrctl_json_comm(e->comm, comm), c->fd, local, peer, (c->flags & SMCR_CONN_ACTIVE) ? "client" : "server",
 	       smcr_conn_mode_name(c->mode, c->transport),
 	       smcr_conn_state_name(c->mode, c->close_flags));
 	if (!on_smc(c))

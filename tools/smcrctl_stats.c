@@ -233,19 +233,11 @@ static void print_json(const struct smcr_control_stats *st, const struct smcr_co
 		printf(", \"detail\": [");
 		for (uint32_t i = 0; i < ps->nprocs && i < SMCR_CONTROL_STATUS_PROCS; i++) {
 			const struct smcr_control_proc *p = &ps->procs[i];
-			/* comm is the kernel's, any bytes but NUL: only [A-Za-z0-9._-] kept */
-			char comm[17];
-			size_t k = 0;
-			for (; k < 16 && p->comm[k]; k++)
-				comm[k] = strchr("._-", p->comm[k]) ||
-					  (p->comm[k] >= '0' && p->comm[k] <= '9') ||
-					  ((p->comm[k] | 32) >= 'a' && (p->comm[k] | 32) <= 'z')
-					  ? p->comm[k] : '?';
-			comm[k] = '\0';
+			char comm[sizeof(p->comm) + 1];
 			printf("%s{\"pid\": %d, \"command\": \"%s\", \"open\": %u, \"peak\": %u, "
 			       "\"smc\": %llu, \"fallbacks\": %llu, \"bytes_in\": %llu, "
 			       "\"bytes_out\": %llu, \"memory\": %llu}", i ? ", " : "", p->pid,
-			       comm, p->open, p->peak, (ull)p->smc, (ull)p->fallbacks,
+			       smcrctl_json_comm(p->comm, comm), p->open, p->peak, (ull)p->smc, (ull)p->fallbacks,
 			       (ull)p->bytes_in, (ull)p->bytes_out, (ull)p->granted);
 		}
 		printf("]");
