@@ -13,7 +13,8 @@
  * smcrctl_stats.c), "conns" its connections (smcss, smcrctl_conns.c);
  * "check" tries a connection (smc_chk, smcrctl_check.c).
  * Exit status: 0 done, 1 invalid value or configuration (file unchanged) or
- * not applied (or reset refused), 2 usage, 3 (status, stats) smcrd not running.
+ * not applied (or reset refused) or check fell back, 2 usage, 3 (status,
+ * stats, conns, check) smcrd not running.
  */
 #include <errno.h>
 #include <getopt.h>

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -139,27 +140,46 @@ static int client(const char *host, const char *port)
 
 /* ---- running the ends ---- */
 
-/* Starts this program under smcr_run with args; *out: its stdout; *in: its stdin (or -1). */
-static pid_t spawn(char *const args[], FILE **out, int *in)
+/* Becomes `smcrctl check ARGS...` under smcr_run (the one next to us, else PATH's). */
+static void exec_preloaded(char *const args[])
 {
 	char exe[PATH_MAX], run[PATH_MAX + 16];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	int o[2], i[2];
+	char *argv[8] = { run, exe, "check" };
 
-	if (n <= 0 || pipe2(o, O_CLOEXEC) || pipe2(i, O_CLOEXEC))
-		return -1;
+	if (n <= 0)
+		return;
 	exe[n] = '\0';
 	snprintf(run, sizeof(run), "%.*s/smcr_run", (int)(strrchr(exe, '/') - exe), exe);
+	for (int k = 0; args[k] && k < 4; k++)
+		argv[3 + k] = args[k];
+	setenv(CHILD_ENV, "1", 1);
+	execv(run, argv);
+	execvp("smcr_run", argv);
+	fprintf(stderr, "smcrctl: cannot run smcr_run: %s\n", strerror(errno));
+}
+
+/*
+ * Starts an end (exec_preloaded) as a child that dies with us; *out: its
+ * stdout; *in: its stdin.
+ */
+static pid_t spawn(char *const args[], FILE **out, int *in)
+{
+	int o[2], i[2];
+
+	if (pipe2(o, O_CLOEXEC))
+		return -1;
+	if (pipe2(i, O_CLOEXEC)) {
+		close(o[0]);
+		close(o[1]);
+		return -1;
+	}
 	pid_t pid = fork();
 	if (pid == 0) {
-		char *argv[8] = { run, exe, "check" };
-		for (int k = 0; args[k] && k < 4; k++)
-			argv[3 + k] = args[k];
 		dup2(o[1], STDOUT_FILENO);
 		dup2(i[0], STDIN_FILENO);
-		setenv(CHILD_ENV, "1", 1);
-		execv(run, argv);
-		execvp("smcr_run", argv);       /* not built here: the installed one */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		exec_preloaded(args);
 		_exit(127);
 	}
 	close(o[1]);
@@ -342,9 +362,10 @@ static int check(const char *conf, const char *host, const char *port_arg)
 		}
 	}
 	cli = spawn((char *[]){ "--client", (char *)host, port, NULL }, &cli_out, &cli_in);
+	line[0] = '\0';
 	if (cli < 0 || !cli_out || !fgets(line, sizeof(line), cli_out) ||
 	    sscanf(line, "ok %u", &lport) != 1) {
-		printf("%s", cli_out && line[0] ? line : "error: the echo client failed\n");
+		printf("%s", line[0] ? line : "error: the echo client failed\n");
 		goto stop_client;
 	}
 	struct smcr_conn_view c = { 0 }, s = { 0 };
@@ -378,13 +399,8 @@ out:
 int smcrctl_check(const char *conf, char **args, int nargs)
 {
 	if (nargs == 2 && strcmp(args[0], "--serve") == 0) {
-		if (!getenv(CHILD_ENV)) {       /* run by hand: under the preload, please */
-			FILE *out;
-			int in;
-			pid_t pid = spawn((char *[]){ "--serve", args[1], NULL }, &out, &in);
-			int c;
-			while (pid > 0 && out && (c = fgetc(out)) != EOF)
-				putchar(c);
+		if (!getenv(CHILD_ENV)) {       /* run by hand: again, under the preload */
+			exec_preloaded(args);
 			return EXIT_FAILURE;
 		}
 		return serve(args[1]);

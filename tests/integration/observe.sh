@@ -11,6 +11,7 @@
 #      that waits 1.5 s before it reads: the 256 KiB ring fills (buffer full
 #      on both sides), four wraps of the cursors
 #   B. socat echo on a port outside port_range_list: TCP, reason POLICY
+#   K. a client on shm killed with SIGKILL: its records go, its bytes stay
 . "$(dirname "$0")/lib.sh" "$1"
 need python3 socat
 [ "$(id -u)" = 0 ] || { fail "needs root (smcrd loads a BPF program)"; finish; }
@@ -136,6 +137,25 @@ expect_eq "json: TCP bytes in/out exact (both ends)" \
 expect_eq "json: POLICY twice, by name and code" \
 	"$(json "[(r['name'], r['code'], r['count']) for r in j['connections']['fallback_reasons']]")" \
 	"[('POLICY', '0x03000200', 2)]"
+
+# K. a client killed with SIGKILL: smcrd drops its records, keeps its traffic
+start_bg k-echo smcr socat TCP-LISTEN:17601,bind=127.0.0.1,reuseaddr,fork PIPE
+KECHO=$LAST_PID
+wait_listen 17601 "$KECHO"
+start_bg k-client smcr "$PY" "$WORK/echo.py" 17601 "$WORK/never"
+KCLI=$LAST_PID
+wait_for "$WORK/k-client.out" "echoed 1000" || fail "echo on 17601: $(cat "$WORK/k-client.out")"
+expect_eq "conns: the client to be killed, on shm" "$(ctl conns --pid "$KCLI" --mode shm | tail -n +2 | wc -l)" 1
+kill -9 "$KCLI"
+for _ in $(seq 50); do
+	[ "$(ctl conns --port 17601 | tail -n +2 | wc -l)" = 0 ] && break
+	sleep 0.1
+done
+expect_eq "conns after SIGKILL: nothing on 17601 (the killer's records dropped, the server's closed)" \
+	"$(ctl conns --port 17601 | tail -n +2 | wc -l)" 0
+expect_eq "json: shm bytes in/out include the killed client's and its server's" \
+	"$(json "(j['data']['shm_bytes_in'], j['data']['shm_bytes_out'])")" "($((MIB + 2000)), $((MIB + 2000)))"
+stop_bg "$KECHO" TERM
 
 # C. check
 ctl check 127.0.0.1 > "$WORK/check-shm.txt"
