@@ -376,7 +376,7 @@ static int check(const char *conf, const char *host, const char *port_arg)
 	bool server_known = local && find_conn((uint16_t)atoi(port), (uint16_t)lport, &s);
 	rc = verdict(&c, &s, server_known, have_cfg ? &cfg : NULL, conf, (unsigned int)atoi(port));
 	if (!local)
-		printf("(the server's end: see the output of smcrctl check --serve %s on %s)\n",
+		printf("(the server's end: smcrctl conns --port %s on %s, while connected)\n",
 		       port, host);
 stop_client:
 	close(cli_in);
