@@ -32,7 +32,7 @@
 
 #define SMCR_RUNDIR_DEFAULT "/run/smcr"
 #define SMCR_CONTROL_SOCKET "smcrd.sock"
-#define SMCR_CONTROL_VERSION 5
+#define SMCR_CONTROL_VERSION 6
 
 /* Where smcrd keeps its pid file and control socket: $SMCR_RUNDIR, else /run/smcr. */
 static inline const char *smcr_rundir(void)
@@ -70,6 +70,8 @@ enum smcr_control_type {
 					   was offered on it, and 3 fds: its state, memfd and
 					   eventfd, then 2 more if the other end offered: that
 					   end's memfd and eventfd; -ENOENT if nothing was */
+	SMCR_CONTROL_CONNS,             /* .token: where to go on (0: from the start); reply:
+					   struct smcr_control_conns */
 };
 
 /* A request, and the head of every reply (same type as its request). */
@@ -88,6 +90,11 @@ struct smcr_control_proc {
 	uint32_t uid;
 	uint64_t granted;               /* bytes of buffer memory it holds */
 	char comm[16];
+	uint32_t open;                  /* its connections open now */
+	uint32_t peak;                  /* the most it had open at once */
+	uint64_t bytes_in, bytes_out;   /* every transport, since it started */
+	uint64_t smc;                   /* connections that went on over SMC */
+	uint64_t fallbacks;             /* connections kept on TCP */
 };
 
 #define SMCR_CONTROL_STATUS_PROCS 256
@@ -120,6 +127,26 @@ struct smcr_control_stats {
 	uint64_t processes;             /* registered now */
 	uint64_t exited;                /* registered processes gone */
 	struct smcr_stats_counts counts;
+};
+
+/* One connection of a registered process (conn_record.h). */
+struct smcr_control_conn {
+	int32_t pid;
+	char comm[16];
+	struct smcr_conn_view c;
+};
+
+#define SMCR_CONTROL_CONNS_PAGE 64
+
+/*
+ * Connections of registered processes, one page: n entries, and in
+ * head.token where the next page starts (0: this was the last).
+ */
+struct smcr_control_conns {
+	struct smcr_control_msg head;
+	uint32_t n;
+	uint32_t pad;
+	struct smcr_control_conn conn[SMCR_CONTROL_CONNS_PAGE];
 };
 
 /* The most descriptors a request or a reply carries (RESUME's reply). */

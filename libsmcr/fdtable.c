@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "conn_table.h"
 #include "fdtable.h"
 #include "real.h"
 #include "readiness.h"
@@ -82,6 +83,18 @@ void smcr_fd_set_reason(int fd, uint32_t reason)
 		atomic_store_explicit(&slot->reason, reason, memory_order_relaxed);
 }
 
+bool smcr_fd_set_record(int fd, uint32_t id)
+{
+	struct smcr_fd_slot *slot = slot_of(fd, true);
+
+	if (!slot) {
+		smcr_conn_table_drop(id);
+		return false;
+	}
+	smcr_conn_table_drop(atomic_exchange_explicit(&slot->conn, id, memory_order_relaxed));
+	return true;
+}
+
 bool smcr_fd_set_sock(int fd, struct smcr_sock *sk)
 {
 	struct smcr_fd_slot *slot = slot_of(fd, true);
@@ -118,7 +131,9 @@ void smcr_fd_forget(int fd)
 		smcr_readiness_forget(fd);
 	atomic_store_explicit(&slot->state, SMCR_FD_UNKNOWN, memory_order_relaxed);
 	atomic_store_explicit(&slot->reason, 0, memory_order_relaxed);
-	/* the common case, no objects, costs two loads */
+	/* the common case, no objects, costs three loads */
+	if (atomic_load_explicit(&slot->conn, memory_order_relaxed))
+		smcr_conn_table_drop(atomic_exchange_explicit(&slot->conn, 0, memory_order_relaxed));
 	if (atomic_load_explicit(&slot->sock, memory_order_relaxed)) {
 		struct smcr_sock *sk = atomic_exchange_explicit(&slot->sock, NULL,
 								memory_order_acq_rel);
@@ -154,11 +169,16 @@ void smcr_fd_copy(int oldfd, int newfd)
 
 	struct smcr_sock *sk = smcr_fd_sock(oldfd);
 	struct smcr_epoll *ep = smcr_fd_epoll(oldfd);
+	uint32_t record = smcr_fd_record(oldfd);
 
 	smcr_fd_forget(newfd);
 	if (state == SMCR_FD_UNKNOWN || !smcr_fd_set(newfd, state))
 		return;
 	smcr_fd_set_reason(newfd, smcr_fd_reason(oldfd));
+	if (record) {
+		smcr_conn_table_hold(record);
+		smcr_fd_set_record(newfd, record);
+	}
 	if (sk)
 		smcr_fd_set_sock(newfd, smcr_sock_get(sk));
 	if (ep)

@@ -41,6 +41,7 @@ static inline bool smcr_fd_state_is_tcp(enum smcr_fd_state state)
 struct smcr_fd_slot {
 	_Atomic uint32_t state;         /* enum smcr_fd_state */
 	_Atomic uint32_t reason;        /* enum smcr_reason: why not SMC (connections) */
+	_Atomic uint32_t conn;          /* the connection's record (conn_table.h); 0: none */
 	_Atomic(struct smcr_sock *) sock;       /* a connection that negotiated SMC (smc_sock.h) */
 	_Atomic(struct smcr_epoll *) epoll;     /* an epoll instance (readiness.h) */
 };
@@ -89,6 +90,17 @@ static inline struct smcr_epoll *smcr_fd_epoll(int fd)
 	return slot ? atomic_load_explicit(&slot->epoll, memory_order_acquire) : NULL;
 }
 
+/* The connection record of fd (conn_table.h); 0: none. */
+static inline uint32_t smcr_fd_record(int fd)
+{
+	struct smcr_fd_slot *slot = smcr_fd_slot_peek(fd);
+
+	return slot ? atomic_load_explicit(&slot->conn, memory_order_relaxed) : 0;
+}
+
+/* Gives fd the connection record id (the table takes over a reference). */
+bool smcr_fd_set_record(int fd, uint32_t id);
+
 /* Gives fd the connection sk (the table takes over a reference). */
 bool smcr_fd_set_sock(int fd, struct smcr_sock *sk);
 bool smcr_fd_set_epoll(int fd, struct smcr_epoll *ep);
@@ -105,16 +117,16 @@ void smcr_fd_set_reason(int fd, uint32_t reason);
 
 /*
  * The descriptor number was closed: forget what it was, and drop its
- * reference to an SMC connection or epoll instance (smcr_sock_put,
- * smcr_epoll_put: the connection is closed if it was the last).  Never
- * allocates.
+ * reference to a connection record, SMC connection or epoll instance
+ * (smcr_conn_table_drop, smcr_sock_put, smcr_epoll_put: the connection is
+ * closed if it was the last).  Never allocates.
  */
 void smcr_fd_forget(int fd);
 
 /* Same for every descriptor in [first, last]. */
 void smcr_fd_forget_range(unsigned int first, unsigned int last);
 
-/* newfd is now a duplicate of oldfd (dup, dup2, dup3, F_DUPFD): same state, reason, objects. */
+/* newfd is now a duplicate of oldfd (dup, dup2, dup3, F_DUPFD): same state, reason, record, objects. */
 void smcr_fd_copy(int oldfd, int newfd);
 
 /*

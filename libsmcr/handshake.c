@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "conn_table.h"
 #include "control.h"
 #include "handshake.h"
 #include "handshake_flags.h"
@@ -51,6 +52,8 @@ void smcr_handshake_record(int fd, bool active)
 	errno = saved_errno;
 	smcr_fd_set(fd, active ? SMCR_FD_TCP_CLIENT : SMCR_FD_TCP_SERVER);
 	smcr_fd_set_reason(fd, reason);
+	smcr_fd_set_record(fd, smcr_conn_table_open(fd, active, reason == SMCR_REASON_NONE ?
+							  SMCR_CONN_CLC : SMCR_CONN_TCP, reason));
 	if (reason == SMCR_REASON_NONE) {
 		if (active)
 			smcr_stat_add(smc_clients, 1);
@@ -115,11 +118,16 @@ void smcr_handshake_adopt(int fd)
 		errno = saved_errno;
 		return;
 	}
-	if (smcr_control_map_call(SMCR_MAP_RESULT, BPF_MAP_LOOKUP_ELEM, fd, &flags) != 0)
-		flags = 0;
-	smcr_fd_set(fd, (flags & SMCR_HS_ACTIVE) ? SMCR_FD_TCP_CLIENT : SMCR_FD_TCP_SERVER);
-	if (flags & SMCR_HS_NEGOTIATED)
-		smcr_sock_adopt(fd, flags & SMCR_HS_ACTIVE);
+	int rc = smcr_control_map_call(SMCR_MAP_RESULT, BPF_MAP_LOOKUP_ELEM, fd, &flags);
+	enum smcr_reason reason = rc ? SMCR_REASON_NODAEMON : smcr_handshake_reason(true, flags);
+	bool active = flags & SMCR_HS_ACTIVE;
+
+	smcr_fd_set(fd, active ? SMCR_FD_TCP_CLIENT : SMCR_FD_TCP_SERVER);
+	smcr_fd_set_reason(fd, reason);
+	smcr_fd_set_record(fd, smcr_conn_table_open(fd, active, reason == SMCR_REASON_NONE ?
+							  SMCR_CONN_CLC : SMCR_CONN_TCP, reason));
+	if (reason == SMCR_REASON_NONE)
+		smcr_sock_adopt(fd, active);
 	errno = saved_errno;
 }
 

@@ -5,7 +5,8 @@
  * A call on a connection that went on SMC is served by smc_sock.c; every
  * other call is the C library's, and the bytes that cross a TCP socket are
  * counted.  This is the hot path of every application under the preload:
- * one table look-up and one relaxed add, never a lock or an extra system
+ * one table look-up and two relaxed adds (bytes and calls, into the
+ * connection's record: conn_table.h), never a lock or an extra system
  * call - except once per connection, at the first call after a non-blocking
  * connect(), where the handshake's outcome is read (handshake.h), and the
  * calls that carry a connection's CLC exchange (smc_sock.h).
@@ -17,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "conn_table.h"
 #include "fdtable.h"
 #include "handshake.h"
 #include "real.h"
@@ -92,16 +94,16 @@ static void tcp_msg_outputs(struct msghdr *msg, int flags)
 	msg->msg_flags = flags & MSG_OOB;
 }
 
-static inline void count_in(bool is_tcp, ssize_t n)
+static inline void count_in(int fd, bool is_tcp, ssize_t n)
 {
 	if (n > 0 && is_tcp)
-		smcr_stat_add(tcp_bytes_in, n);
+		smcr_conn_table_tcp(fd, true, (size_t)n);
 }
 
-static inline void count_out(bool is_tcp, ssize_t n)
+static inline void count_out(int fd, bool is_tcp, ssize_t n)
 {
 	if (n > 0 && is_tcp)
-		smcr_stat_add(tcp_bytes_out, n);
+		smcr_conn_table_tcp(fd, false, (size_t)n);
 }
 
 static size_t mmsg_bytes(const struct mmsghdr *msgs, int n)
@@ -123,7 +125,7 @@ ssize_t read(int fd, void *buf, size_t len)
 	if (sk)
 		return smcr_sock_recv(sk, ONE(buf, len), 1, 0);
 	ssize_t n = REAL(read)(fd, buf, len);
-	count_in(is_tcp, n);
+	count_in(fd, is_tcp, n);
 	return n;
 }
 
@@ -138,7 +140,7 @@ ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 		return smcr_sock_recv(sk, ONE(buf, len), 1, 0);
 	}
 	ssize_t n = REAL(__read_chk)(fd, buf, len, buflen);
-	count_in(is_tcp, n);
+	count_in(fd, is_tcp, n);
 	return n;
 }
 
@@ -150,7 +152,7 @@ ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 	if (sk)
 		return smcr_sock_recv(sk, iov, iovcnt, 0);
 	ssize_t n = REAL(readv)(fd, iov, iovcnt);
-	count_in(is_tcp, n);
+	count_in(fd, is_tcp, n);
 	return n;
 }
 
@@ -162,7 +164,7 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
 	if (sk)
 		return smcr_sock_recv(sk, ONE(buf, len), 1, flags);
 	ssize_t n = REAL(recv)(fd, buf, len, flags);
-	count_in(is_tcp, n);
+	count_in(fd, is_tcp, n);
 	return n;
 }
 
@@ -177,7 +179,7 @@ ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
 		return smcr_sock_recv(sk, ONE(buf, len), 1, flags);
 	}
 	ssize_t n = REAL(__recv_chk)(fd, buf, len, buflen, flags);
-	count_in(is_tcp, n);
+	count_in(fd, is_tcp, n);
 	return n;
 }
 
@@ -193,7 +195,7 @@ ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *addr
 		return smcr_sock_recv(sk, ONE(buf, len), 1, flags);
 	}
 	ssize_t n = REAL(recvfrom)(fd, buf, len, flags, addr, addrlen);
-	count_in(is_tcp, n);
+	count_in(fd, is_tcp, n);
 	return n;
 }
 
@@ -211,7 +213,7 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
 		return smcr_sock_recv(sk, ONE(buf, len), 1, flags);
 	}
 	ssize_t n = REAL(__recvfrom_chk)(fd, buf, len, buflen, flags, addr, addrlen);
-	count_in(is_tcp, n);
+	count_in(fd, is_tcp, n);
 	return n;
 }
 
@@ -228,7 +230,7 @@ ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 		return n;
 	}
 	ssize_t n = REAL(recvmsg)(fd, msg, flags);
-	count_in(is_tcp, n);
+	count_in(fd, is_tcp, n);
 	if (n >= 0 && !is_tcp)
 		each_passed(msg, adopt, 0);
 	return n;
@@ -253,7 +255,7 @@ int recvmmsg(int fd, struct mmsghdr *msgs, unsigned int vlen, int flags,
 	}
 	int n = REAL(recvmmsg)(fd, msgs, vlen, flags, timeout);
 	if (n > 0)
-		count_in(is_tcp, (ssize_t)mmsg_bytes(msgs, n));
+		count_in(fd, is_tcp, (ssize_t)mmsg_bytes(msgs, n));
 	for (int i = 0; !is_tcp && i < n; i++)
 		each_passed(&msgs[i].msg_hdr, adopt, 0);
 	return n;
@@ -269,7 +271,7 @@ ssize_t write(int fd, const void *buf, size_t len)
 	if (sk)
 		return smcr_sock_send(sk, ONE(buf, len), 1, 0);
 	ssize_t n = REAL(write)(fd, buf, len);
-	count_out(is_tcp, n);
+	count_out(fd, is_tcp, n);
 	return n;
 }
 
@@ -281,7 +283,7 @@ ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 	if (sk)
 		return smcr_sock_send(sk, iov, iovcnt, 0);
 	ssize_t n = REAL(writev)(fd, iov, iovcnt);
-	count_out(is_tcp, n);
+	count_out(fd, is_tcp, n);
 	return n;
 }
 
@@ -293,7 +295,7 @@ ssize_t send(int fd, const void *buf, size_t len, int flags)
 	if (sk)
 		return smcr_sock_send(sk, ONE(buf, len), 1, flags);
 	ssize_t n = REAL(send)(fd, buf, len, flags);
-	count_out(is_tcp, n);
+	count_out(fd, is_tcp, n);
 	return n;
 }
 
@@ -306,7 +308,7 @@ ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sock
 	if (sk)         /* a connected stream ignores the address, as TCP does */
 		return smcr_sock_send(sk, ONE(buf, len), 1, flags);
 	ssize_t n = REAL(sendto)(fd, buf, len, flags, addr, addrlen);
-	count_out(is_tcp, n);
+	count_out(fd, is_tcp, n);
 	return n;
 }
 
@@ -322,7 +324,7 @@ ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	ssize_t n = REAL(sendmsg)(fd, msg, flags);
 	if (n < 0)
 		each_passed(msg, pass, -1);
-	count_out(is_tcp, n);
+	count_out(fd, is_tcp, n);
 	return n;
 }
 
@@ -352,7 +354,7 @@ int sendmmsg(int fd, struct mmsghdr *msgs, unsigned int vlen, int flags)
 	for (unsigned int i = n > 0 ? (unsigned int)n : 0; i < vlen; i++)
 		each_passed(&msgs[i].msg_hdr, pass, -1);
 	if (n > 0)
-		count_out(is_tcp, (ssize_t)mmsg_bytes(msgs, n));
+		count_out(fd, is_tcp, (ssize_t)mmsg_bytes(msgs, n));
 	return n;
 }
 
@@ -364,7 +366,7 @@ ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 	if (sk)
 		return smcr_sock_sendfile(sk, in_fd, offset, count);
 	ssize_t n = REAL(sendfile)(out_fd, in_fd, offset, count);
-	count_out(is_tcp, n);
+	count_out(out_fd, is_tcp, n);
 	return n;
 }
 
@@ -376,7 +378,7 @@ ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t count)
 	if (sk)
 		return smcr_sock_sendfile(sk, in_fd, offset, count);
 	ssize_t n = REAL(sendfile64)(out_fd, in_fd, offset, count);
-	count_out(is_tcp, n);
+	count_out(out_fd, is_tcp, n);
 	return n;
 }
 
@@ -397,7 +399,7 @@ ssize_t splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t le
 	if (sk_out)
 		return smcr_sock_splice_in(sk_out, fd_in, len, flags);
 	ssize_t n = REAL(splice)(fd_in, off_in, fd_out, off_out, len, flags);
-	count_in(in_tcp, n);
-	count_out(out_tcp, n);
+	count_in(fd_in, in_tcp, n);
+	count_out(fd_out, out_tcp, n);
 	return n;
 }

@@ -176,16 +176,6 @@ int shutdown(int fd, int how)
 
 int close(int fd)
 {
-	enum smcr_fd_state state = smcr_fd_get(fd);
-
-	/*
-	 * For the host's count of open connections (tcp_clients + tcp_servers -
-	 * tcp_closed).  Closing a dup counts too, and close_range()/closefrom()
-	 * do not: the count is an estimate, never below zero (smcrd clamps).
-	 */
-	if (state == SMCR_FD_TCP_CLIENT || state == SMCR_FD_TCP_SERVER ||
-	    state == SMCR_FD_TCP_CONNECTING)
-		smcr_stat_add(tcp_closed, 1);
 	/* Forget first: the number is free for other threads once the kernel has it. */
 	smcr_fd_forget(fd);
 	smcr_control_fd_closing(fd);

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "conn_table.h"
 #include "real.h"
 #include "smc_iov.h"
 #include "smc_rx.h"
@@ -63,8 +64,11 @@ static bool rx_cdc_apply(struct smc_conn *conn, const struct smc_cdc *cdc)
 	cons = smc_cursor_check_update(conn->st->tx_fin, cdc->cons, conn->st->tx_sent);
 	if (prod == SMC_CURSOR_BAD || cons == SMC_CURSOR_BAD)
 		return false;
-	if (prod == SMC_CURSOR_ADVANCE)
+	if (prod == SMC_CURSOR_ADVANCE) {
 		conn->st->rx_prod = cdc->prod;
+		conn->traffic.rmb_full += smc_ring_readable(conn->st->rmb_size, conn->st->rx_cons,
+							    conn->st->rx_prod) == conn->st->rmb_size;
+	}
 	if (cons == SMC_CURSOR_ADVANCE)
 		conn->st->tx_fin = cdc->cons;
 	conn->st->peer_prod_flags = cdc->prod_flags;
@@ -285,6 +289,7 @@ ssize_t smc_rx_recv(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 		if (rc)
 			break;
 	}
+	smcr_conn_table_moved(conn, (flags & MSG_PEEK) ? 0 : copied, 0);
 	smc_conn_unlock(conn);
 	return copied ? (ssize_t)copied : rc;
 }

@@ -446,6 +446,7 @@ static void shm_release(struct smc_conn *conn)
 
 const struct smc_transport_ops smc_shm_ops = {
 	.name = "shm",
+	.id = SMCR_TRANSPORT_SHM,
 	.create_rmb = shm_create_rmb,
 	.map_rmb = shm_map_rmb,
 	.attach_peer = shm_attach_peer,

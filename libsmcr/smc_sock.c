@@ -49,6 +49,7 @@
 #include <netinet/tcp.h>
 #include <unistd.h>
 
+#include "conn_table.h"
 #include "log.h"
 #include "readiness.h"
 #include "real.h"
@@ -378,6 +379,7 @@ void smcr_sock_negotiated(int fd, bool active)
 	atomic_init(&sk->sh->nonblock, fl >= 0 && (fl & O_NONBLOCK));
 	sk->sh->active = active;
 	sk->conn.sock = fd;
+	sk->conn.record = smcr_fd_record(fd);
 	sk->sh->offer_failed = offer(sk, fd, state_fd);
 	REAL(close)(state_fd);
 	if (!smcr_fd_set_sock(fd, sk))
@@ -403,9 +405,12 @@ void smcr_sock_adopt(int fd, bool active)
 		if (!flying)
 			atomic_fetch_add(&sk->sh->holders, 1);
 		sk->conn.sock = fd;
+		sk->conn.record = smcr_fd_record(fd);
 		smc_conn_lock(&sk->conn);
 		if (phase_of(sk) <= SMCR_SOCK_SMC && view_transport(sk, fd, fds, n))
 			sk->lost = true;
+		if (phase_of(sk) == SMCR_SOCK_SMC && !sk->lost)
+			smcr_conn_table_smc_taken(&sk->conn, RMB_SIZE_CLASS);
 		smc_conn_unlock(&sk->conn);
 		smcr_log(SMCR_LOG_DEBUG, "fd %d: carrying on with its %s connection (%s)", fd,
 			 active ? "client" : "server", sk->lost ? "lost" : "whole");
@@ -435,7 +440,7 @@ static void sock_close(struct smcr_sock *sk, int fd)
 			smc_tx_abort(conn);     /* as TCP: unread data resets */
 		else
 			smc_tx_close(conn);
-		smcr_stat_add(shm_closed, 1);
+		smcr_conn_table_smc_closed(conn);
 		smc_conn_lock(conn);
 	}
 	withdraw(sk, fd);
@@ -500,10 +505,7 @@ static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 
 	if (state == SMC_SETUP_DONE) {
 		sk->conn.sock = fd;
-		if (sk->sh->active)
-			smcr_stat_add(shm_clients, 1);
-		else
-			smcr_stat_add(shm_servers, 1);
+		smcr_conn_table_smc_opened(&sk->conn, sk->sh->active, RMB_SIZE_CLASS);
 		smcr_log(SMCR_LOG_DEBUG, "fd %d: SMC connection on %s", fd, sk->conn.ops->name);
 		atomic_store_explicit(&sk->sh->phase, SMCR_SOCK_SMC, memory_order_release);
 		return;
@@ -511,6 +513,8 @@ static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 	smcr_fd_set_reason(fd, reason);
 	if (state == SMC_SETUP_FALLBACK) {
 		smcr_stat_add(fallbacks[reason], 1);
+		smcr_conn_table_fell_back(sk->conn.record, SMCR_CONN_TCP, reason,
+					  sk->sh->setup.peer_diagnosis);
 		smcr_log(SMCR_LOG_DEBUG, "fd %d: CLC: staying on TCP: %s (0x%08x, peer 0x%08x)", fd,
 			 smcr_reason_name(reason), smcr_reason_code(reason),
 			 sk->sh->setup.peer_diagnosis);
@@ -522,6 +526,7 @@ static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 	int saved_errno = errno;
 
 	smcr_stat_add(handshake_errors, 1);
+	smcr_conn_table_fell_back(sk->conn.record, SMCR_CONN_RESET, reason, 0);
 	smcr_log(SMCR_LOG_WARN, "fd %d: CLC failed: %s (0x%08x): connection reset", fd,
 		 smcr_reason_name(reason), smcr_reason_code(reason));
 	REAL(connect)(fd, &unspec, sizeof(unspec));     /* sends the peer a reset */
@@ -639,8 +644,6 @@ ssize_t smcr_sock_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt
 	while (n == -EINTR && restarts(sk->conn.st->rcv_timeout_ms));
 	if (n == -EAGAIN && sk->sh->rd_shut)
 		n = 0;  /* after SHUT_RD, an empty buffer reads as end of file */
-	if (n > 0)
-		smcr_stat_add(shm_bytes_in, n);
 	return result(n);
 }
 
@@ -657,8 +660,6 @@ ssize_t smcr_sock_send(struct smcr_sock *sk, const struct iovec *iov, int iovcnt
 	do
 		n = smc_tx_send(&sk->conn, iov, iovcnt, smc_flags, nonblock);
 	while (n == -EINTR && restarts(sk->conn.st->snd_timeout_ms));
-	if (n > 0)
-		smcr_stat_add(shm_bytes_out, n);
 	if (n == -EPIPE && !(flags & MSG_NOSIGNAL))
 		raise(SIGPIPE);
 	return result(n);

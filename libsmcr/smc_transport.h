@@ -24,6 +24,7 @@
 #include "smc_cdc.h"
 #include "smc_clc.h"
 #include "smc_cursor.h"
+#include "stats.h"
 
 /*
  * RMB sizes: 1 << (class + 14) bytes, the 4-bit compressed size of the CLC
@@ -68,6 +69,7 @@ struct smc_conn;
  */
 struct smc_transport_ops {
 	const char *name;
+	enum smcr_transport_id id;	/* its statistics */
 
 	/*
 	 * Sets up our RMB of smc_rmb_size(size_class) bytes in the memory of
@@ -161,6 +163,14 @@ enum smc_urg_state {
 	SMC_URG_READ,		/* read with MSG_OOB */
 };
 
+/* What a connection moved, counted by the send and receive paths under its lock. */
+struct smc_traffic {
+	uint64_t bytes_in, bytes_out;
+	uint64_t recvs, sends;		/* calls that moved data */
+	uint64_t rmb_full;		/* our RMB filled up */
+	uint64_t peer_rmb_full;		/* a send found the peer's RMB full (write_blocked) */
+};
+
 /*
  * One connection, in two parts.  Its state (struct smc_conn_state) is what
  * every process using the connection shares: it lives in shared memory
@@ -216,6 +226,9 @@ struct smc_conn {
 	void *priv;			/* the transport's, for this process */
 	int sock;			/* the TCP connection: its end is the peer's end */
 	uint8_t *rmb;			/* our RMB, as mapped here */
+	/* Statistics: published to this process's record of it (conn_table.h), under lock. */
+	uint32_t record;		/* the record's id; 0: none */
+	struct smc_traffic traffic;	/* what this process moved */
 };
 
 /* A view of st, which is new (zeroed here, its lock made) when fresh. */

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "conn_table.h"
 #include "smc_iov.h"
 #include "smc_rx.h"
 #include "smc_tx.h"
@@ -141,6 +142,7 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 		pending = total - sent > UINT32_MAX ? UINT32_MAX : (uint32_t)(total - sent);
 		n = smc_cdc_to_send(pending, room);
 		conn->st->write_blocked = smc_cdc_write_blocked(pending, room);
+		conn->traffic.peer_rmb_full += conn->st->write_blocked && !was_blocked;
 		if (n) {
 			rc = tx_write(conn, &it, n);
 			if (rc)
@@ -175,6 +177,7 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 		if (!rc)
 			rc = cdc_rc;
 	}
+	smcr_conn_table_moved(conn, 0, sent);
 	smc_conn_unlock(conn);
 	return sent ? (ssize_t)sent : rc;
 }

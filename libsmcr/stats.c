@@ -1,6 +1,7 @@
 /*
- * stats.c - this process's counters: where they live (private struct or
- * shared region, see stats.h), moving between the two, and the exit line.
+ * stats.c - this process's counters and connection table: where they live
+ * (private struct or shared region, see stats.h), moving between the two,
+ * and the exit line.
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -10,6 +11,7 @@
 
 #include "real.h"
 #include "shm_broker_client.h"
+#include "conn_table.h"
 #include "stats.h"
 
 /*
@@ -42,17 +44,28 @@ struct smcr_stats *smcr_stats_region_new(int *fd)
 /* Moves (emptying from) or copies the counts of from into to. */
 static void carry(struct smcr_stats *to, struct smcr_stats *from, bool move)
 {
-#define CARRY(name)                                                                 \
-	atomic_fetch_add_explicit(&to->name,                                        \
-				  move ? atomic_exchange(&from->name, 0) : atomic_load(&from->name), \
-				  memory_order_relaxed);
-	SMCR_STATS_COUNTERS(CARRY)
-#undef CARRY
-	for (unsigned int r = 0; r < SMCR_REASON_COUNT; r++)
-		atomic_fetch_add_explicit(&to->fallbacks[r],
-					  move ? atomic_exchange(&from->fallbacks[r], 0)
-					       : atomic_load(&from->fallbacks[r]),
+	for (size_t i = 0; i < SMCR_STATS_WORDS; i++)
+		atomic_fetch_add_explicit(&to->word[i],
+					  move ? atomic_exchange(&from->word[i], 0)
+					       : atomic_load(&from->word[i]),
 					  memory_order_relaxed);
+}
+
+/*
+ * The open connections' records go where the counting goes.  Updates that
+ * race the copy (other threads' traffic, at a registration after the
+ * first) may be lost: registering again is rare, and the next call
+ * publishes an SMC connection's figures whole again.
+ */
+static void move_conns(struct smcr_conn_table *to, const struct smcr_conn_table *from)
+{
+	uint32_t high = atomic_load(&from->high);
+
+	/* only the slots ever used: the rest of the table stays untouched, unallocated */
+	memcpy(to->slot, from->slot, high * sizeof(from->slot[0]));
+	atomic_store(&to->high, high);
+	atomic_store(&to->in_use, atomic_load(&from->in_use));
+	atomic_store(&to->peak, atomic_load(&from->peak));
 }
 
 void smcr_stats_region_use(struct smcr_stats *region)
@@ -60,6 +73,7 @@ void smcr_stats_region_use(struct smcr_stats *region)
 	struct smcr_stats *old = atomic_exchange_explicit(&smcr_stats_live, region,
 							  memory_order_acq_rel);
 
+	move_conns(&region->conns, &old->conns);
 	if (old == &local) {
 		carry(region, &local, true);    /* counted before registering: smcrd's too */
 		return;
@@ -77,6 +91,19 @@ void smcr_stats_region_discard(struct smcr_stats *region)
 	munmap(region, smcr_stats_region_size());
 }
 
+void smcr_stats_before_fork(void)
+{
+	struct smcr_stats *live = atomic_load(&smcr_stats_live);
+
+	/*
+	 * The child's copy of the records, taken now: after fork() the parent
+	 * may free them in the shared region (closing its descriptors) before
+	 * the child could look.
+	 */
+	if (live != &local)
+		move_conns(&local.conns, &live->conns);
+}
+
 void smcr_stats_reset(void)
 {
 	/* Only the forked child's single thread is running: plain stores, and unmapping
@@ -86,7 +113,8 @@ void smcr_stats_reset(void)
 	atomic_store(&smcr_stats_live, &local);
 	if (old != &local)
 		munmap(old, smcr_stats_region_size());
-	memset(&local, 0, sizeof(local));
+	memset(local.word, 0, sizeof(local.word));
+	smcr_conn_table_forked(&local.conns);
 }
 
 void smcr_stats_snapshot(struct smcr_stats_counts *out)
@@ -94,9 +122,15 @@ void smcr_stats_snapshot(struct smcr_stats_counts *out)
 	const struct smcr_stats *live = atomic_load(&smcr_stats_live);
 
 	memset(out, 0, sizeof(*out));
-	smcr_stats_accumulate(out, &local);
-	if (live != &local)
-		smcr_stats_accumulate(out, live);
+	if (live == &local) {
+		smcr_stats_accumulate(out, &local);
+		return;
+	}
+	/* local's records moved to the region with the registration: only its counts */
+	for (size_t i = 0; i < SMCR_STATS_WORDS; i++)
+		smcr_stats_words(out)[i] = atomic_load_explicit(&local.word[i],
+								memory_order_relaxed);
+	smcr_stats_accumulate(out, live);
 }
 
 /* Appends to buf at *used, keeping it NUL-terminated and never overflowing. */
@@ -118,6 +152,7 @@ static void append(char *buf, size_t size, size_t *used, const char *fmt, ...)
 size_t smcr_stats_format(char *buf, size_t size)
 {
 	struct smcr_stats_counts s;
+	const struct smcr_stats_transport *shm = &s.transport[SMCR_TRANSPORT_SHM];
 	size_t used = 0;
 	const char *sep = "; fallback:";
 
@@ -132,9 +167,9 @@ size_t smcr_stats_format(char *buf, size_t size)
 	       (unsigned long long)s.tcp_listeners, (unsigned long long)s.tcp_clients,
 	       (unsigned long long)s.tcp_servers, (unsigned long long)s.tcp_bytes_in,
 	       (unsigned long long)s.tcp_bytes_out, (unsigned long long)s.smc_clients,
-	       (unsigned long long)s.smc_servers, (unsigned long long)s.shm_clients,
-	       (unsigned long long)s.shm_servers, (unsigned long long)s.shm_bytes_in,
-	       (unsigned long long)s.shm_bytes_out);
+	       (unsigned long long)s.smc_servers, (unsigned long long)shm->clients,
+	       (unsigned long long)shm->servers, (unsigned long long)shm->bytes_in,
+	       (unsigned long long)shm->bytes_out);
 	if (s.handshake_errors)
 		append(buf, size, &used, "; handshake errors: %llu",
 		       (unsigned long long)s.handshake_errors);

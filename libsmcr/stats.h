@@ -1,5 +1,7 @@
 /*
- * stats.h - what this process's libsmcr has seen, counted on the data path.
+ * stats.h - what this process's libsmcr has seen: its counters, and the
+ * shared region that carries them (and its connection table, conn_table.h)
+ * to smcrd.
  *
  * Counters are relaxed atomic adds through one pointer: no lock and no
  * system call per update.  Until the process registers with smcrd they live
@@ -7,6 +9,12 @@
  * registration they move to a memfd-backed MAP_SHARED region that smcrd maps
  * read-only and sums into the host's statistics (smcrd/stats_agg.h), also
  * after the process has exited.  The same struct is that region's layout.
+ *
+ * The counters are one array of 64-bit words laid out as struct
+ * smcr_stats_counts, so that summing, snapshots, resets and deltas are one
+ * loop over words, whatever counters are added later.  A live connection's
+ * bytes, calls and buffer-full events are in its record (conn_table.h)
+ * until it closes, and join these counters then.
  */
 #ifndef SMCR_STATS_H
 #define SMCR_STATS_H
@@ -16,62 +24,111 @@
 #include <stdint.h>
 #include <unistd.h>
 
+#include "conn_record.h"
 #include "reason.h"
 
 /* Bumped whenever struct smcr_stats changes: smcrd refuses other layouts. */
-#define SMCR_STATS_LAYOUT 2
+#define SMCR_STATS_LAYOUT 3
 
-/* The scalar counters, each only ever growing; fallbacks[] follows them. */
+/* The scalar counters, each only ever growing; transport[] and fallbacks[] follow. */
 #define SMCR_STATS_COUNTERS(X)                                                      \
 	X(tcp_listeners)    /* listen() on a TCP socket */                          \
 	X(tcp_clients)      /* connect() started on a TCP socket */                 \
 	X(tcp_servers)      /* accept() returned a TCP socket */                    \
-	X(tcp_closed)       /* close() of a TCP connection's descriptor (a dup too) */ \
 	X(tcp_bytes_in)     /* received through TCP sockets */                      \
 	X(tcp_bytes_out)    /* sent through TCP sockets */                          \
+	X(tcp_recvs)        /* receive calls on TCP sockets that returned data */   \
+	X(tcp_sends)        /* send calls on TCP sockets that sent data */          \
 	X(smc_clients)      /* connect()s whose handshake negotiated SMC */         \
 	X(smc_servers)      /* accept()s whose handshake negotiated SMC */           \
-	X(shm_clients)      /* client connections that went on over shared memory */ \
-	X(shm_servers)      /* server connections that went on over shared memory */ \
-	X(shm_closed)       /* shared-memory connections closed */                  \
-	X(shm_bytes_in)     /* received over shared memory */                       \
-	X(shm_bytes_out)    /* sent over shared memory */                           \
-	X(handshake_errors) /* CLC exchanges that failed half-way: connection reset */
+	X(handshake_errors) /* CLC exchanges that failed half-way: connection reset */ \
+	X(untracked)        /* connections beyond the connection table (conn_table.h) */
 
-#define SMCR_STATS_ATOMIC(name) _Atomic uint64_t name;
+/* Per transport (shm, rdma): connections that went on over it, and their traffic. */
+#define SMCR_STATS_TRANSPORT_COUNTERS(X)                                            \
+	X(clients)          /* client connections */                                \
+	X(servers)          /* server connections */                                \
+	X(closed)                                                                   \
+	X(bytes_in)                                                                 \
+	X(bytes_out)                                                                \
+	X(recvs)            /* receive calls that returned data */                  \
+	X(sends)            /* send calls that sent data */                         \
+	X(rmb_full)         /* our RMB filled up: our reader was behind */          \
+	X(peer_rmb_full)    /* the peer's RMB was full: a send had to wait (write_blocked) */
+
 #define SMCR_STATS_PLAIN(name) uint64_t name;
+
+struct smcr_stats_transport {
+	SMCR_STATS_TRANSPORT_COUNTERS(SMCR_STATS_PLAIN)
+	uint64_t rmbs[SMCR_RMB_CLASSES];        /* our RMBs, by size class (conn_record.h) */
+};
+
+/* The counters as plain numbers: sums, snapshots, the wire; also the layout of the words. */
+struct smcr_stats_counts {
+	SMCR_STATS_COUNTERS(SMCR_STATS_PLAIN)
+	struct smcr_stats_transport transport[SMCR_TRANSPORTS];
+	uint64_t fallbacks[SMCR_REASON_COUNT];  /* connections kept on TCP, by reason */
+};
+
+#define SMCR_STATS_WORDS (sizeof(struct smcr_stats_counts) / sizeof(uint64_t))
+_Static_assert(sizeof(struct smcr_stats_counts) % sizeof(uint64_t) == 0,
+	       "counters are whole words");
+
+/* The counters as words, in the order of struct smcr_stats_counts. */
+static inline uint64_t *smcr_stats_words(struct smcr_stats_counts *c)
+{
+	return (uint64_t *)c;
+}
+
+static inline const uint64_t *smcr_stats_cwords(const struct smcr_stats_counts *c)
+{
+	return (const uint64_t *)c;
+}
+
+/* The word of counter field (for example transport[SMCR_TRANSPORT_SHM].clients). */
+#define SMCR_STAT_WORD(field) (offsetof(struct smcr_stats_counts, field) / sizeof(uint64_t))
 
 struct smcr_stats {
 	uint32_t layout;                /* SMCR_STATS_LAYOUT (shared regions) */
 	uint32_t size;                  /* sizeof(struct smcr_stats) (shared regions) */
-	SMCR_STATS_COUNTERS(SMCR_STATS_ATOMIC)
-	_Atomic uint64_t fallbacks[SMCR_REASON_COUNT];  /* connections kept on TCP, by reason */
-};
-
-/* The same counters as plain numbers: sums, snapshots, the wire. */
-struct smcr_stats_counts {
-	SMCR_STATS_COUNTERS(SMCR_STATS_PLAIN)
-	uint64_t fallbacks[SMCR_REASON_COUNT];
+	_Atomic uint64_t word[SMCR_STATS_WORDS];
+	struct smcr_conn_table conns;   /* this process's connections (conn_table.h) */
 };
 
 /* Where updates go now: the private struct, or this process's shared region. */
 extern _Atomic(struct smcr_stats *) smcr_stats_live;
 
-#define smcr_stat_add(field, n)                                                     \
-	atomic_fetch_add_explicit(                                                  \
-		&atomic_load_explicit(&smcr_stats_live, memory_order_acquire)->field, \
-		(uint64_t)(n), memory_order_relaxed)
-
-/* Adds what s holds now to *sum (s may be another process's region, read-only). */
-static inline void smcr_stats_accumulate(struct smcr_stats_counts *sum,
-					 const struct smcr_stats *s)
+static inline struct smcr_stats *smcr_stats_now(void)
 {
-#define SMCR_STATS_SUM(name)                                                        \
-	sum->name += atomic_load_explicit(&s->name, memory_order_relaxed);
-	SMCR_STATS_COUNTERS(SMCR_STATS_SUM)
-#undef SMCR_STATS_SUM
-	for (unsigned int r = 0; r < SMCR_REASON_COUNT; r++)
-		sum->fallbacks[r] += atomic_load_explicit(&s->fallbacks[r], memory_order_relaxed);
+	return atomic_load_explicit(&smcr_stats_live, memory_order_acquire);
+}
+
+#define smcr_stat_add(field, n)                                                     \
+	atomic_fetch_add_explicit(&smcr_stats_now()->word[SMCR_STAT_WORD(field)],   \
+				  (uint64_t)(n), memory_order_relaxed)
+
+/*
+ * Adds what s holds now to *sum (s may be another process's region,
+ * read-only): its counters and its open connections' traffic.
+ */
+void smcr_stats_accumulate(struct smcr_stats_counts *sum, const struct smcr_stats *s);
+
+/* sum += more, word by word. */
+static inline void smcr_stats_add_counts(struct smcr_stats_counts *sum,
+					 const struct smcr_stats_counts *more)
+{
+	for (size_t i = 0; i < SMCR_STATS_WORDS; i++)
+		smcr_stats_words(sum)[i] += smcr_stats_cwords(more)[i];
+}
+
+/* a -= b word by word, never below zero (values from other processes need not agree). */
+static inline void smcr_stats_sub_counts(struct smcr_stats_counts *a,
+					 const struct smcr_stats_counts *b)
+{
+	for (size_t i = 0; i < SMCR_STATS_WORDS; i++) {
+		uint64_t *w = &smcr_stats_words(a)[i];
+		*w = *w > smcr_stats_cwords(b)[i] ? *w - smcr_stats_cwords(b)[i] : 0;
+	}
 }
 
 /* The size of a shared region, as made and as mapped: whole pages. */
@@ -89,13 +146,22 @@ static inline size_t smcr_stats_region_size(void)
  */
 struct smcr_stats *smcr_stats_region_new(int *fd);
 
-/* smcrd accepted region: count there from now on (moves private counts in). */
+/*
+ * smcrd accepted region: count there from now on (moves private counts and
+ * the connection table in).
+ */
 void smcr_stats_region_use(struct smcr_stats *region);
 
 /* smcrd did not take region (never used): unmap it. */
 void smcr_stats_region_discard(struct smcr_stats *region);
 
-/* Forked child: count from zero, privately, until the child registers itself. */
+/* About to fork: the connections the child inherits are copied for it. */
+void smcr_stats_before_fork(void);
+
+/*
+ * Forked child: count from zero, privately, until the child registers
+ * itself; the connections it inherited stay in its table.
+ */
 void smcr_stats_reset(void);
 
 /* Everything this process has counted, across its registrations. */

@@ -25,9 +25,12 @@
 
 #include "control.h"
 #include "closer.h"
+#include "conns.h"
 #include "control_proto.h"
 #include "smcrd.h"
 #include "smcrd_log.h"
+
+#define PEAK_SAMPLE_MS 1000     /* how often the open connections are counted, while any are */
 
 int smcrd_control_open(struct smcrd_control *ctl)
 {
@@ -171,9 +174,30 @@ static bool refuse_one(struct smcrd_control *ctl)
 						   before it looks */
 }
 
+/* The live processes' counters summed into *live, and their open connections. */
+static uint64_t sum_live(const struct smcrd_control *ctl, struct smcr_stats_counts *live)
+{
+	uint64_t connections = 0;
+
+	if (live)
+		memset(live, 0, sizeof(*live));
+	for (size_t i = 0; i < ctl->nclients; i++) {
+		const struct smcr_stats *s = ctl->clients[i].stats;
+		if (!s)
+			continue;
+		if (live)
+			smcr_stats_accumulate(live, s);
+		connections += smcrd_stats_connections(s);
+	}
+	return connections;
+}
+
 int smcrd_control_timeout(const struct smcrd_control *ctl)
 {
-	return ctl->spare_fd >= 0 ? -1 : 100;  /* ms: then try to take the spare back */
+	if (ctl->spare_fd < 0)
+		return 100;             /* ms: then try to take the spare back */
+	/* connections open: look at their number now and then, for the peak */
+	return sum_live(ctl, NULL) ? PEAK_SAMPLE_MS : -1;
 }
 
 static void accept_clients(struct smcrd_control *ctl)
@@ -304,6 +328,25 @@ static void withdraw(struct smcrd_control *ctl, struct smcrd_client *c, uint64_t
 	}
 }
 
+/* What a process's region says of it, for the status's process list. */
+static void describe_traffic(const struct smcr_stats *s, struct smcr_control_proc *p)
+{
+	struct smcr_stats_counts c = { 0 };
+
+	smcr_stats_accumulate(&c, s);
+	p->open = smcrd_stats_connections(s);
+	p->peak = atomic_load_explicit(&s->conns.peak, memory_order_relaxed);
+	p->bytes_in = c.tcp_bytes_in;
+	p->bytes_out = c.tcp_bytes_out;
+	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++) {
+		p->bytes_in += c.transport[t].bytes_in;
+		p->bytes_out += c.transport[t].bytes_out;
+		p->smc += c.transport[t].clients + c.transport[t].servers;
+	}
+	for (unsigned int r = 1; r < SMCR_REASON_COUNT; r++)
+		p->fallbacks += c.fallbacks[r];
+}
+
 static void describe_procs(const struct smcrd_control *ctl, struct smcr_control_status *st)
 {
 	for (size_t i = 0; i < ctl->nclients; i++) {
@@ -316,6 +359,8 @@ static void describe_procs(const struct smcrd_control *ctl, struct smcr_control_
 				.pid = c->pid, .uid = c->uid, .granted = c->granted,
 			};
 			memcpy(p->comm, c->comm, sizeof(c->comm));
+			if (c->stats)
+				describe_traffic(c->stats, p);
 		}
 		st->nprocs++;
 	}
@@ -323,23 +368,6 @@ static void describe_procs(const struct smcrd_control *ctl, struct smcr_control_
 	st->attached = (uint32_t)ctl->shm.attached;
 }
 
-/* The live processes' counters summed into *live, and their open connections. */
-static uint64_t sum_live(const struct smcrd_control *ctl, struct smcr_stats_counts *live)
-{
-	uint64_t connections = 0;
-
-	if (live)
-		memset(live, 0, sizeof(*live));
-	for (size_t i = 0; i < ctl->nclients; i++) {
-		const struct smcr_stats *s = ctl->clients[i].stats;
-		if (!s)
-			continue;
-		if (live)
-			smcr_stats_accumulate(live, s);
-		connections += smcrd_stats_connections(s);
-	}
-	return connections;
-}
 
 static void describe_stats(const struct smcrd_control *ctl, struct smcr_control_stats *st)
 {
@@ -498,7 +526,8 @@ static void memory_figures(const struct smcrd_control *ctl, struct smcr_control_
 static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smcrd *d,
 		   struct smcr_control_msg *m, const int *in, size_t nin, bool short_of_fds)
 {
-	static struct smcr_control_status st;   /* 16 KiB: not on the stack */
+	static struct smcr_control_status st;   /* 30 KiB: not on the stack */
+	static struct smcr_control_conns conns;
 	struct smcr_control_stats stats;
 	const uint64_t limit = smcrd_memory_limit(d);
 	int fds[SMCR_CONTROL_MAX_FDS];
@@ -554,6 +583,11 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 		stats.head = *m;
 		memory_figures(ctl, &stats.head, limit);
 		return reply(c, &stats, sizeof(stats), NULL, 0);
+	case SMCR_CONTROL_CONNS:
+		conns.head = *m;
+		smcrd_conns_page(ctl->clients, ctl->nclients, m->token, &conns);
+		memory_figures(ctl, &conns.head, limit);
+		return reply(c, &conns, sizeof(conns), NULL, 0);
 	case SMCR_CONTROL_STATS_RESET:
 		reset_stats(ctl, c, m);
 		break;

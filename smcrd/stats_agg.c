@@ -60,14 +60,11 @@ void smcrd_stats_exited(struct smcrd_stats_agg *a, const struct smcr_stats *regi
 	munmap((void *)region, smcr_stats_region_size());
 }
 
-uint64_t smcrd_stats_connections(const struct smcr_stats *region)
+uint32_t smcrd_stats_connections(const struct smcr_stats *region)
 {
-	uint64_t opened = atomic_load_explicit(&region->tcp_clients, memory_order_relaxed) +
-			  atomic_load_explicit(&region->tcp_servers, memory_order_relaxed);
-	uint64_t closed = atomic_load_explicit(&region->tcp_closed, memory_order_relaxed);
+	uint32_t open = atomic_load_explicit(&region->conns.in_use, memory_order_relaxed);
 
-	/* Closing a dup, or a connection inherited from a parent, counts a close too. */
-	return opened > closed ? opened - closed : 0;
+	return open < SMCR_CONN_SLOTS ? open : SMCR_CONN_SLOTS;
 }
 
 void smcrd_stats_sample(struct smcrd_stats_agg *a, uint64_t connections)
@@ -76,21 +73,12 @@ void smcrd_stats_sample(struct smcrd_stats_agg *a, uint64_t connections)
 		a->peak_connections = connections;
 }
 
-/* a - b, or 0: values from other processes need not be consistent. */
-static uint64_t since_reset(uint64_t a, uint64_t b)
-{
-	return a > b ? a - b : 0;
-}
-
 /* *sum = live + exited, all counters. */
 static void aggregate(const struct smcrd_stats_agg *a, const struct smcr_stats_counts *live,
 		      struct smcr_stats_counts *sum)
 {
-#define ADD(name) sum->name = live->name + a->exited.name;
-	SMCR_STATS_COUNTERS(ADD)
-#undef ADD
-	for (unsigned int r = 0; r < SMCR_REASON_COUNT; r++)
-		sum->fallbacks[r] = live->fallbacks[r] + a->exited.fallbacks[r];
+	*sum = *live;
+	smcr_stats_add_counts(sum, &a->exited);
 }
 
 void smcrd_stats_report(const struct smcrd_stats_agg *a, const struct smcr_stats_counts *live,
@@ -99,16 +87,12 @@ void smcrd_stats_report(const struct smcrd_stats_agg *a, const struct smcr_stats
 	struct smcr_stats_counts *c = &out->counts;
 
 	aggregate(a, live, c);
-#define SUB(name) c->name = since_reset(c->name, a->baseline.name);
-	SMCR_STATS_COUNTERS(SUB)
-#undef SUB
-	for (unsigned int r = 0; r < SMCR_REASON_COUNT; r++)
-		c->fallbacks[r] = since_reset(c->fallbacks[r], a->baseline.fallbacks[r]);
+	smcr_stats_sub_counts(c, &a->baseline);
 	out->since = (int64_t)a->since;
 	out->connections = connections;
 	out->peak_connections = a->peak_connections > connections ? a->peak_connections
 								   : connections;
-	out->exited = since_reset(a->nexited, a->baseline_nexited);
+	out->exited = a->nexited > a->baseline_nexited ? a->nexited - a->baseline_nexited : 0;
 }
 
 void smcrd_stats_reset(struct smcrd_stats_agg *a, const struct smcr_stats_counts *live,

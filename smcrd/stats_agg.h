@@ -6,8 +6,9 @@
  *
  * A region is another process's memory: it may change under us or hold any
  * value.  It is checked once (a sealed memfd of exactly the expected size,
- * so reading it cannot fault) and its values are only ever added up, never
- * used as sizes or indexes.
+ * so reading it cannot fault) and its values are only ever added up or
+ * shown; the few used as bounds or indexes (its connection table's) are
+ * capped first (stats_sum.c, conns.c).
  */
 #ifndef SMCRD_STATS_AGG_H
 #define SMCRD_STATS_AGG_H
@@ -40,8 +41,8 @@ const struct smcr_stats *smcrd_stats_map(int memfd, char *why, size_t size);
 /* A registered process is gone: its counts (region may be NULL) join the exited. */
 void smcrd_stats_exited(struct smcrd_stats_agg *a, const struct smcr_stats *region);
 
-/* The TCP connections region's process has open now (never below zero). */
-uint64_t smcrd_stats_connections(const struct smcr_stats *region);
+/* The connections region's process has open now (its table's count, capped). */
+uint32_t smcrd_stats_connections(const struct smcr_stats *region);
 
 /* Connections open on the host now: keeps the peak. */
 void smcrd_stats_sample(struct smcrd_stats_agg *a, uint64_t connections);

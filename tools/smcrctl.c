@@ -2,15 +2,19 @@
  * smcrctl - administer smcr: to smcr.conf what AIX's lsattr/chdev are to smcr0.
  *
  *   smcrctl [-c FILE] show | set KEY=VALUE... | enable | disable | status |
- *                     stats [-r] [--json] | help
+ *                     stats [-d] [-r] [--json] [-i S [-n N]] | conns [...] |
+ *                     check HOST [PORT] | help
  *
  * "set" checks every KEY=VALUE and then the whole resulting file before it
  * touches anything; only then is the file replaced (atomically, comments and
  * other lines kept) and the running smcrd told to reload it (over its control
  * socket, which answers whether it did).  "status" asks smcrd what it runs,
- * "stats" what every process using smcr has counted (entstat's view).
+ * "stats" what every process using smcr has counted (entstat's view,
+ * smcrctl_stats.c), "conns" its connections (smcss, smcrctl_conns.c);
+ * "check" tries a connection (smc_chk, smcrctl_check.c).
  * Exit status: 0 done, 1 invalid value or configuration (file unchanged) or
- * not applied (or reset refused), 2 usage, 3 (status, stats) smcrd not running.
+ * not applied (or reset refused) or check fell back, 2 usage, 3 (status,
+ * stats, conns, check) smcrd not running.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,13 +32,11 @@
 #include "config.h"
 #include "control_proto.h"
 #include "pidfile.h"
-#include "reason.h"
-
-enum { EXIT_INVALID = 1, EXIT_USAGE = 2, EXIT_NO_DAEMON = 3 };
+#include "smcrctl.h"
 
 #define SHOW_VALUE_WIDTH_MAX 32 /* longer values overflow their own row only */
 
-static const char usage[] =
+const char smcrctl_usage[] =
 	"usage: smcrctl [-c FILE] COMMAND\n"
 	"Show and change the smcr configuration (the attributes of AIX's smcr0, extended).\n"
 	"\n"
@@ -44,16 +46,27 @@ static const char usage[] =
 	"  enable, disable       set enabled=1 or enabled=0\n"
 	"  status                smcrd: running?, program attached, memory in use of\n"
 	"                        max_memory, shared-memory buffers, registered processes\n"
-	"  stats [-r] [--json]   the host's statistics from every process using smcr,\n"
-	"                        exited ones included; -r: then reset them to zero\n"
-	"                        (root); --json: as one JSON object\n"
+	"  stats [-d] [-r] [--json] [-i SECONDS [-n COUNT]]\n"
+	"                        the host's statistics from every process using smcr,\n"
+	"                        exited ones included; -d: per transport and process;\n"
+	"                        -r: then reset them to zero (root); --json: as JSON;\n"
+	"                        -i: again every SECONDS, the changes since the last\n"
+	"                        (-n: COUNT samples in all)\n"
+	"  conns [--pid PID] [--port PORT] [--mode smc|shm|tcp] [--json]\n"
+	"                        one line per open connection (like smcss -W): mode, or\n"
+	"                        why TCP; state, buffers, cursors, bytes\n"
+	"  check HOST [PORT]     an echo exchange to HOST under the preload: says whether\n"
+	"                        it used shm, SMC-R or TCP (and why, and what to change);\n"
+	"                        without PORT, against its own server on a free port of\n"
+	"                        port_range_list; check --serve PORT: that server\n"
 	"  help                  this text\n"
 	"\n"
 	"  -c FILE    configuration file (default: $SMCR_CONF, else " SMCR_CONF_DEFAULT ")\n"
 	"  -h, --help this text\n"
 	"\n"
 	"Exit status: 0 done, 1 invalid value or configuration (file unchanged) or not\n"
-	"applied (or reset refused), 2 usage, 3 (status, stats) smcrd not running.\n";
+	"applied (or reset refused) or check fell back, 2 usage, 3 (status, stats,\n"
+	"conns, check) smcrd not running.\n";
 
 static int cmd_show(const char *path)
 {
@@ -89,15 +102,11 @@ static bool same_file(const char *a, const char *b)
 	       sa.st_ino == sb.st_ino;
 }
 
-/*
- * One request to smcrd over its control socket, reply into reply (size
- * bytes, starting with a struct smcr_control_msg).  -1 if smcrd cannot be
- * reached or does not answer properly.
- */
-static int ask_daemon(uint16_t type, void *reply, size_t size)
+int smcrctl_ask(uint16_t type, uint64_t token, void *reply, size_t size)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct smcr_control_msg m = { .version = SMCR_CONTROL_VERSION, .type = type };
+	struct smcr_control_msg m = { .version = SMCR_CONTROL_VERSION, .type = type,
+				      .token = token };
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	int rc = -1;
 
@@ -111,6 +120,24 @@ static int ask_daemon(uint16_t type, void *reply, size_t size)
 	if (fd >= 0)
 		close(fd);
 	return rc;
+}
+
+char *smcrctl_json_comm(const char comm[16], char buf[17])
+{
+	size_t k = 0;
+
+	for (; k < 16 && comm[k]; k++)
+		buf[k] = strchr("._-", comm[k]) || (comm[k] >= '0' && comm[k] <= '9') ||
+			 ((comm[k] | 32) >= 'a' && (comm[k] | 32) <= 'z') ? comm[k] : '?';
+	buf[k] = '\0';
+	return buf;
+}
+
+int smcrctl_no_daemon(void)
+{
+	fprintf(stderr, "smcrctl: smcrd not running (no answer on %s/%s)\n", smcr_rundir(),
+		SMCR_CONTROL_SOCKET);
+	return EXIT_NO_DAEMON;
 }
 
 /* Asks a running smcrd to reload path, and says what came of it. */
@@ -132,7 +159,7 @@ static int notify_daemon(const char *path)
 		printf("saved; smcrd (pid %d) serves %s, not this file\n", (int)pid, served);
 		return 0;
 	}
-	if (ask_daemon(SMCR_CONTROL_RELOAD, &m, sizeof(m))) {
+	if (smcrctl_ask(SMCR_CONTROL_RELOAD, 0, &m, sizeof(m))) {
 		printf("saved; smcrd (pid %d) did not answer\n", (int)pid);
 		return EXIT_FAILURE;
 	}
@@ -149,7 +176,7 @@ static int cmd_status(void)
 	static struct smcr_control_status st;
 	const double mib = 1024.0 * 1024.0;
 
-	if (ask_daemon(SMCR_CONTROL_STATUS, &st, sizeof(st))) {
+	if (smcrctl_ask(SMCR_CONTROL_STATUS, 0, &st, sizeof(st))) {
 		printf("smcrd:       not running (no answer on %s/%s)\n", smcr_rundir(),
 		       SMCR_CONTROL_SOCKET);
 		return EXIT_NO_DAEMON;
@@ -170,154 +197,6 @@ static int cmd_status(void)
 	for (uint32_t i = 0; i < st.nprocs && i < SMCR_CONTROL_STATUS_PROCS; i++)
 		printf("  %8d %6u %12llu  %.16s\n", st.procs[i].pid, st.procs[i].uid,
 		       (unsigned long long)st.procs[i].granted, st.procs[i].comm);
-	return 0;
-}
-
-#define TOP_REASONS 3                   /* fallback reasons in the text view */
-
-/* Fallback reasons with a count, most frequent first, into order; their number. */
-static unsigned int reasons_by_count(const struct smcr_stats_counts *c,
-				     enum smcr_reason order[SMCR_REASON_COUNT])
-{
-	unsigned int n = 0;
-
-	for (unsigned int r = 1; r < SMCR_REASON_COUNT; r++) {
-		if (!c->fallbacks[r])
-			continue;
-		unsigned int i = n++;
-		for (; i > 0 && c->fallbacks[order[i - 1]] < c->fallbacks[r]; i--)
-			order[i] = order[i - 1];
-		order[i] = (enum smcr_reason)r;
-	}
-	return n;
-}
-
-static uint64_t fallbacks_total(const struct smcr_stats_counts *c)
-{
-	uint64_t sum = 0;
-
-	for (unsigned int r = 1; r < SMCR_REASON_COUNT; r++)
-		sum += c->fallbacks[r];
-	return sum;
-}
-
-static void print_stats_text(const struct smcr_control_stats *st)
-{
-	const struct smcr_stats_counts *c = &st->counts;
-	enum smcr_reason order[SMCR_REASON_COUNT];
-	unsigned int n = reasons_by_count(c, order);
-	time_t since = (time_t)st->since;
-	char when[64];
-	const double mib = 1024.0 * 1024.0;
-
-	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %z", localtime(&since));
-	printf("SMC-R STATISTICS (smcr)\n");
-	printf("-----------------------\n");
-	printf("Elapsed Time: %lld s, since %s\n", (long long)(time(NULL) - since), when);
-	printf("\nConnections:\n");
-	printf("  TCP client connections seen:  %llu\n", (unsigned long long)c->tcp_clients);
-	printf("  TCP server connections seen:  %llu\n", (unsigned long long)c->tcp_servers);
-	printf("  TCP listeners:                %llu\n", (unsigned long long)c->tcp_listeners);
-	printf("  SMC negotiated, client:       %llu\n", (unsigned long long)c->smc_clients);
-	printf("  SMC negotiated, server:       %llu\n", (unsigned long long)c->smc_servers);
-	printf("  On shared memory, client:     %llu\n", (unsigned long long)c->shm_clients);
-	printf("  On shared memory, server:     %llu\n", (unsigned long long)c->shm_servers);
-	printf("  Handshake errors (reset):     %llu\n", (unsigned long long)c->handshake_errors);
-	printf("  Fallbacks to TCP:             %llu\n", (unsigned long long)fallbacks_total(c));
-	for (unsigned int i = 0; i < n && i < TOP_REASONS; i++)
-		printf("    %s (0x%08x): %llu\n", smcr_reason_name(order[i]),
-		       smcr_reason_code(order[i]), (unsigned long long)c->fallbacks[order[i]]);
-	printf("  Open now (estimate):          %llu\n", (unsigned long long)st->connections);
-	printf("  Open at most (sampled):       %llu\n",
-	       (unsigned long long)st->peak_connections);
-	printf("\nData (bytes of the connections libsmcr saw):\n");
-	printf("  Bytes in through TCP:         %llu\n", (unsigned long long)c->tcp_bytes_in);
-	printf("  Bytes out through TCP:        %llu\n", (unsigned long long)c->tcp_bytes_out);
-	printf("  Bytes in over shm:            %llu\n", (unsigned long long)c->shm_bytes_in);
-	printf("  Bytes out over shm:           %llu\n", (unsigned long long)c->shm_bytes_out);
-	printf("\nMemory (SMC buffers):\n");
-	printf("  In use:                       %.1f MiB\n", st->head.bytes / mib);
-	printf("  Peak:                         %.1f MiB\n", st->peak_memory / mib);
-	printf("  max_memory:                   %.0f MiB\n", st->head.limit / mib);
-	printf("\nProcesses:\n");
-	printf("  Registered now:               %llu\n", (unsigned long long)st->processes);
-	printf("  Exited:                       %llu\n", (unsigned long long)st->exited);
-}
-
-static void print_stats_json(const struct smcr_control_stats *st)
-{
-	const struct smcr_stats_counts *c = &st->counts;
-	enum smcr_reason order[SMCR_REASON_COUNT];
-	unsigned int n = reasons_by_count(c, order);
-
-	printf("{\"since\": %lld, \"connections\": {\"tcp_clients\": %llu, "
-	       "\"tcp_servers\": %llu, \"tcp_listeners\": %llu, \"smc_clients\": %llu, "
-	       "\"smc_servers\": %llu, \"shm_clients\": %llu, \"shm_servers\": %llu, "
-	       "\"handshake_errors\": %llu, \"fallbacks\": %llu, \"fallback_reasons\": [",
-	       (long long)st->since, (unsigned long long)c->tcp_clients,
-	       (unsigned long long)c->tcp_servers, (unsigned long long)c->tcp_listeners,
-	       (unsigned long long)c->smc_clients, (unsigned long long)c->smc_servers,
-	       (unsigned long long)c->shm_clients, (unsigned long long)c->shm_servers,
-	       (unsigned long long)c->handshake_errors, (unsigned long long)fallbacks_total(c));
-	for (unsigned int i = 0; i < n; i++)    /* names are [A-Z_]: nothing to escape */
-		printf("%s{\"name\": \"%s\", \"code\": \"0x%08x\", \"count\": %llu}",
-		       i ? ", " : "", smcr_reason_name(order[i]), smcr_reason_code(order[i]),
-		       (unsigned long long)c->fallbacks[order[i]]);
-	printf("], \"open\": %llu, \"open_peak\": %llu}, "
-	       "\"data\": {\"tcp_bytes_in\": %llu, \"tcp_bytes_out\": %llu, "
-	       "\"shm_bytes_in\": %llu, \"shm_bytes_out\": %llu}, "
-	       "\"memory\": {\"in_use\": %llu, \"peak\": %llu, \"max_memory\": %llu}, "
-	       "\"processes\": {\"registered\": %llu, \"exited\": %llu}}\n",
-	       (unsigned long long)st->connections, (unsigned long long)st->peak_connections,
-	       (unsigned long long)c->tcp_bytes_in, (unsigned long long)c->tcp_bytes_out,
-	       (unsigned long long)c->shm_bytes_in, (unsigned long long)c->shm_bytes_out,
-	       (unsigned long long)st->head.bytes, (unsigned long long)st->peak_memory,
-	       (unsigned long long)st->head.limit, (unsigned long long)st->processes,
-	       (unsigned long long)st->exited);
-}
-
-/* stats [-r] [--json]: print, then (-r) reset as entstat -r does. */
-static int cmd_stats(char **args, int nargs)
-{
-	struct smcr_control_stats st;
-	struct smcr_control_msg m;
-	bool reset = false, json = false;
-
-	for (int i = 0; i < nargs; i++) {
-		if (strcmp(args[i], "-r") == 0) {
-			reset = true;
-		} else if (strcmp(args[i], "--json") == 0) {
-			json = true;
-		} else {
-			fputs(usage, stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (reset && geteuid() != 0) {
-		fprintf(stderr, "smcrctl: only root may reset the statistics (-r)\n");
-		return EXIT_INVALID;
-	}
-	if (ask_daemon(SMCR_CONTROL_STATS, &st, sizeof(st))) {
-		fprintf(stderr, "smcrctl: smcrd not running (no answer on %s/%s)\n", smcr_rundir(),
-			SMCR_CONTROL_SOCKET);
-		return EXIT_NO_DAEMON;
-	}
-	if (json)
-		print_stats_json(&st);
-	else
-		print_stats_text(&st);
-	if (!reset)
-		return 0;
-	fflush(stdout);
-	if (ask_daemon(SMCR_CONTROL_STATS_RESET, &m, sizeof(m))) {
-		fprintf(stderr, "smcrctl: smcrd did not answer the reset\n");
-		return EXIT_FAILURE;
-	}
-	if (m.result) {
-		fprintf(stderr, "smcrctl: reset refused: %s\n",
-			m.text[0] ? m.text : strerror(-m.result));
-		return EXIT_INVALID;
-	}
 	return 0;
 }
 
@@ -399,10 +278,10 @@ int main(int argc, char **argv)
 			path = optarg;
 			break;
 		case 'h':
-			fputs(usage, stdout);
+			fputs(smcrctl_usage, stdout);
 			return 0;
 		default:
-			fputs(usage, stderr);
+			fputs(smcrctl_usage, stderr);
 			return EXIT_USAGE;
 		}
 	}
@@ -411,7 +290,7 @@ int main(int argc, char **argv)
 	int nargs = argc - optind - 1;
 
 	if (strcmp(cmd, "help") == 0 && nargs == 0) {
-		fputs(usage, stdout);
+		fputs(smcrctl_usage, stdout);
 		return 0;
 	}
 	if (strcmp(cmd, "show") == 0 && nargs == 0)
@@ -421,11 +300,15 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "status") == 0 && nargs == 0)
 		return cmd_status();
 	if (strcmp(cmd, "stats") == 0)
-		return cmd_stats(args, nargs);
+		return smcrctl_stats(args, nargs);
+	if (strcmp(cmd, "conns") == 0)
+		return smcrctl_conns(args, nargs);
+	if (strcmp(cmd, "check") == 0)
+		return smcrctl_check(path, args, nargs);
 	if (strcmp(cmd, "enable") == 0 && nargs == 0)
 		return cmd_set(path, (char *[]){ enable }, 1);
 	if (strcmp(cmd, "disable") == 0 && nargs == 0)
 		return cmd_set(path, (char *[]){ disable }, 1);
-	fputs(usage, stderr);
+	fputs(smcrctl_usage, stderr);
 	return EXIT_USAGE;
 }

@@ -79,7 +79,7 @@ line "PEERNOSMC \(0x03010000\): 2\$" "PEERNOSMC by name and code"
 line "POLICY \(0x03000200\): 2\$" "POLICY by name and code"
 line "Exited: +$((N + 3))\$" "exited processes counted (servers and preloaded curls)"
 line "Registered now: +0\$" "none registered now"
-line "Open now \(estimate\): +0\$" "no connection open"
+line "Open now: +0\$" "no connection open"
 
 "$BIN/smcrctl" stats --json | "$PY" -m json.tool > /dev/null && pass "--json is valid JSON" ||
 	fail "--json is not valid JSON: $("$BIN/smcrctl" stats --json)"

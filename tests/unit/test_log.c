@@ -94,9 +94,9 @@ static void stats_line_and_reset(void **state)
 	smcr_stat_add(smc_clients, 1);
 	smcr_stat_add(fallbacks[SMCR_REASON_PEERNOSMC], 2);
 	smcr_stat_add(fallbacks[SMCR_REASON_NODAEMON], 1);
-	smcr_stat_add(shm_clients, 1);
-	smcr_stat_add(shm_bytes_in, 5);
-	smcr_stat_add(shm_bytes_out, 7);
+	smcr_stat_add(transport[SMCR_TRANSPORT_SHM].clients, 1);
+	smcr_stat_add(transport[SMCR_TRANSPORT_SHM].bytes_in, 5);
+	smcr_stat_add(transport[SMCR_TRANSPORT_SHM].bytes_out, 7);
 	smcr_stats_format(buf, sizeof(buf));
 	assert_string_equal(buf, "tcp: 1 listener, 2 client, 3 server connections; "
 				 "10 bytes in, 20 out; smc: 1 client, 0 server negotiated; "
