@@ -25,7 +25,9 @@
  * says is our consumer cursor, the peer did not say it is blocked and at
  * most half our RMB was in flight - no waiter of the peer's waits for that.
  * An unsolicited CDC is taken by the next poll of the CQ: the peer's next
- * call, spin or solicited CDC.
+ * call, spin or solicited CDC - or the poller, woken by any completion once
+ * a thread of the peer's has gone to sleep (it may have become blocked
+ * just after we sent the update, and need it after all).
  */
 #include <errno.h>
 #include <limits.h>
@@ -335,6 +337,15 @@ static void poll_link(struct rdma_conn *rc)
 		smc_rdma_link_poll(rc->link);
 }
 
+/* About to sleep: whatever arrives from now on wakes the poller (smc_rdma_link_arm_any). */
+static void poll_link_before_sleep(struct rdma_conn *rc)
+{
+	if (rc->link) {
+		smc_rdma_link_arm_any(rc->link);
+		smc_rdma_link_poll(rc->link);
+	}
+}
+
 static int rdma_recv_cdc(struct smc_conn *conn, uint8_t msg[SMC_CDC_MSG_LEN])
 {
 	struct rdma_conn *rc = priv(conn);
@@ -403,7 +414,7 @@ static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 		return -ETIMEDOUT;
 	atomic_store_explicit(&rc->waiting, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
-	poll_link(rc);
+	poll_link_before_sleep(rc);
 	if (rdma_events(conn) != since)
 		return 0;
 	if (tcp_ended(conn))
@@ -438,7 +449,7 @@ static bool rdma_arm(struct smc_conn *conn, uint32_t since, bool signalled)
 	}
 	atomic_store_explicit(&rc->armed, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
-	poll_link(rc);
+	poll_link_before_sleep(rc);
 	return rdma_events(conn) == since;
 }
 

@@ -11,6 +11,10 @@
  * section 9), and a link is found again by the peer's address and
  * instance.  One thread per process (the poller) accepts links, takes
  * their completions and notices their failures.
+ *
+ * Implemented by smc_rdma_dev.c (devices, buffer pools, the poller),
+ * smc_rdma_cm.c (listeners, finding and establishing links) and
+ * smc_rdma_link.c (a link's queue pair and data path).
  */
 #ifndef SMCR_SMC_RDMA_LINK_H
 #define SMCR_SMC_RDMA_LINK_H
@@ -135,6 +139,13 @@ int smc_rdma_post_cdc(struct smc_rdma_link *link, const uint8_t msg[SMC_CDC_MSG_
 
 /* Takes the link's completions now, unless another thread is at it (CDCs are delivered). */
 void smc_rdma_link_poll(struct smc_rdma_link *link);
+
+/*
+ * Before a thread sleeps: the next completion of any kind, not only a
+ * solicited one, wakes the poller (an unsolicited CDC that arrives after
+ * the sleeper's last poll may be what it waits for).  Poll after it.
+ */
+void smc_rdma_link_arm_any(struct smc_rdma_link *link);
 
 void smc_rdma_get_stats(struct smc_rdma_stats *out);
 

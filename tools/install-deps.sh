@@ -1,7 +1,10 @@
 #!/bin/bash
-# install-deps.sh [--test] - install the Debian packages smcr needs, if missing.
+# install-deps.sh [--test|--rdma-vm] - install the Debian packages smcr needs, if missing.
 #   (no option)  what the build and the demonstration need
 #   --test       also the real programs the integration tests run
+#   --rdma-vm    also what the RDMA tests need to run in a qemu guest with a
+#                soft-RDMA device (research/softroce-vm.md): the verbs
+#                providers (rxe, siw), rdma tools, perftest, qemu, a kernel
 set -euo pipefail
 
 build=(cmake make gcc pkg-config libc6-dev
@@ -11,8 +14,12 @@ build=(cmake make gcc pkg-config libc6-dev
 tests=(iperf3 sockperf socat curl python3 procps iproute2 tcpdump util-linux
        libclang-rt-14-dev man-db bsdextrautils)
 
+rdma_vm=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest
+         qemu-system-x86 linux-image-amd64 busybox-static gdb)
+
 want=("${build[@]}")
 [ "${1:-}" = --test ] && want+=("${tests[@]}")
+[ "${1:-}" = --rdma-vm ] && want+=("${rdma_vm[@]}")
 
 missing=()
 for pkg in "${want[@]}"; do

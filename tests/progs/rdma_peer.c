@@ -45,6 +45,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "smc_clc.h"
 #include "smc_rdma.h"
 #include "smc_rdma_link.h"
@@ -718,6 +719,9 @@ int main(int argc, char **argv)
 	pid_t srv, victim;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	smcr_log_init();	/* SMCR_LOG=debug shows every post and completion */
+	if (getenv("RDMA_PEER_SEND_SLOTS"))	/* a link's send-queue depth */
+		smc_rdma_set_slots((unsigned int)atoi(getenv("RDMA_PEER_SEND_SLOTS")), 0);
 	srv_addr.sin_family = AF_INET;
 	if (argc > 1 ? inet_pton(AF_INET, argv[1], &srv_addr.sin_addr) != 1
 		     : !first_ipv4(&srv_addr.sin_addr)) {
