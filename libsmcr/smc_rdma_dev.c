@@ -122,8 +122,8 @@ static struct smc_rdma_buf *buf_get(struct rdma_dev *dev, unsigned int size_clas
 		return NULL;
 	}
 	*buf = (struct smc_rdma_buf){ .mem = mem, .size = smc_rmb_size(size_class),
-				      .lkey = mr->lkey, .rkey = remote ? mr->rkey : 0, .dev = dev,
-				      .remote = remote, .size_class = (uint8_t)size_class };
+				      .lkey = mr->lkey, .rkey = remote ? mr->rkey : 0, .mr = mr,
+				      .dev = dev, .remote = remote, .size_class = (uint8_t)size_class };
 	pthread_mutex_lock(&smc_rdma.lock);
 	smc_rdma.stats.bufs_in_use++;
 	smc_rdma.stats.bytes_registered += buf->size;
@@ -194,9 +194,10 @@ static void start(void)
 		return;
 	}
 	smc_rdma.cm = IBV(rdma_create_event_channel)();
-	smc_rdma.epfd = epoll_create1(EPOLL_CLOEXEC);
+	smc_rdma.epfd = REAL(epoll_create1)(EPOLL_CLOEXEC);
 	smc_rdma.ctl_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (!smc_rdma.cm || smc_rdma.epfd < 0 || smc_rdma.ctl_fd < 0 || nonblocking(smc_rdma.cm->fd) || watch(smc_rdma.cm->fd, &cm_src) ||
+	if (!smc_rdma.cm || smc_rdma.epfd < 0 || smc_rdma.ctl_fd < 0 ||
+	    nonblocking(smc_rdma.cm->fd) || watch(smc_rdma.cm->fd, &cm_src) ||
 	    watch(smc_rdma.ctl_fd, &ctl_src)) {
 		smcr_log(SMCR_LOG_INFO, "rdma: no rdma_cm (%s): no RDMA device", strerror(errno));
 		start_err = -ENODEV;

@@ -27,6 +27,7 @@
 #include "smc_cdc.h"
 #include "smc_clc.h"
 
+struct ibv_mr;
 struct smc_rdma_link;
 struct rdma_dev;
 
@@ -45,6 +46,7 @@ struct smc_rdma_buf {
 	uint8_t *mem;
 	uint32_t size;
 	uint32_t lkey, rkey;
+	struct ibv_mr *mr;			/* pooled buffers stay registered */
 	struct rdma_dev *dev;
 	bool remote;				/* an RMB: the peer may write it */
 	uint8_t size_class;

@@ -189,7 +189,8 @@ static struct smc_conn *conn_new(int fd, unsigned int size_class)
 }
 
 /* Client: Proposal, Accept, Confirm.  Returns the Accept's description. */
-static struct smc_conn *clc_client(int fd, unsigned int size_class, struct smc_clc_accept_confirm *acc)
+static struct smc_conn *clc_client(int fd, unsigned int size_class,
+				   struct smc_clc_accept_confirm *acc)
 {
 	struct smc_conn *c = conn_new(fd, size_class);
 	struct smc_clc_proposal prop = { .smc_type = SMC_TYPE_R, .prefix_len = 24 };
@@ -553,7 +554,8 @@ static void run_halfclose(void)
 	n = ring_send(c, "x", 1);
 	check(n == -EPIPE, "halfclose: send after shutdown fails with EPIPE (%zd)", n);
 	n = ring_recv(c, answer, sizeof(answer), MSG_WAITALL);
-	check(n == 3 && !memcmp(answer, "bye", 3), "halfclose: the answer after our shutdown, then end of file (%zd)", n);
+	check(n == 3 && !memcmp(answer, "bye", 3),
+	      "halfclose: the answer after our shutdown, then end of file (%zd)", n);
 	conn_free(c);
 }
 
