@@ -124,7 +124,7 @@ void smc_rdma_link_up(struct smc_rdma_link *link)
 		if (attr.path_mtu)
 			link->info.mtu = (uint8_t)attr.path_mtu;
 	}
-	ibv_req_notify_cq(link->cq, 1);
+	ibv_req_notify_cq(link->cq, link->dev->solicited_only);
 	atomic_store(&link->state, LINK_UP);
 	smc_rdma.stats.links_up++;
 	pthread_cond_broadcast(&smc_rdma.changed);
@@ -399,7 +399,7 @@ void smc_rdma_on_cq_events(struct rdma_dev *dev)
 
 		IBV(ibv_ack_cq_events)(cq, 1);
 		/* armed again before the poll: a completion after it raises a new event */
-		ibv_req_notify_cq(cq, 1);
+		ibv_req_notify_cq(cq, dev->solicited_only);
 		pthread_mutex_lock(&link->cq_lock);
 		link_poll_locked(link);
 		pthread_mutex_unlock(&link->cq_lock);

@@ -29,6 +29,12 @@ struct rdma_dev {
 	struct ibv_comp_channel *chan;
 	struct poll_src async_src, cq_src;
 	struct smc_rdma_buf *pool[2][SMC_RMB_MAX_CLASS_R + 1];	/* [remote writable] */
+	/*
+	 * 1: the poller's CQs wake it for solicited completions only.  0 on
+	 * iWARP: siw (Linux 6.1) never raises a solicited event for a receive
+	 * (siw_rqe_complete asks siw_cq_notify_now with SIW_WQE_SIGNALLED).
+	 */
+	int solicited_only;
 	struct rdma_dev *next;
 };
 
