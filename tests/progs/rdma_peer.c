@@ -4,6 +4,10 @@
  *
  *   rdma_peer [ADDR [PINGPONGS [STREAM_MIB]]]
  *
+ * Environment: RDMA_PEER_FIGURE_CLASS (RMB size class of the figures,
+ * default 2: 64 KiB), RDMA_PEER_SEND_SLOTS (send-queue depth of links),
+ * SMCR_LOG=debug (every post, completion and rdma_cm event).
+ *
  * ADDR is a local IPv4 address that an RDMA device serves (rxe or siw on a
  * veth, not lo: rdma_cm does not resolve loopback); default: the first
  * non-loopback IPv4 address.  Exits 77 (skipped) if there is no RDMA
@@ -59,6 +63,7 @@
 #define CHUNK (64 * 1024)
 
 static int failures;
+static unsigned int figure_class = 2;	/* RMB of the figures: 64 KiB, Linux's default */
 static const char *role = "client";
 
 static void __attribute__((format(printf, 2, 3))) check(bool ok, const char *fmt, ...)
@@ -436,7 +441,7 @@ static void server(int lfd, long rounds, uint64_t stream_bytes)
 			conn_free(c);
 			break;
 		case PINGPONG:
-			c = clc_server(fd, 2);
+			c = clc_server(fd, figure_class);
 			pingpong_echo(c, -1, rounds);
 			stream_sink(c, -1, stream_bytes);
 			smc_tx_close(c);
@@ -583,7 +588,7 @@ static void run_figures(bool ring, long rounds, uint64_t bytes)
 {
 	struct smc_clc_accept_confirm acc;
 	int fd = tcp_connect(ring ? PINGPONG : TCP_PINGPONG);
-	struct smc_conn *c = ring ? clc_client(fd, 2, &acc) : NULL;
+	struct smc_conn *c = ring ? clc_client(fd, figure_class, &acc) : NULL;
 	uint64_t *rtt = calloc((size_t)rounds, sizeof(*rtt)), t0;
 	static uint8_t buf[CHUNK];
 	const char *name = ring ? "smcr-rdma" : "tcp";
@@ -613,9 +618,9 @@ static void run_figures(bool ring, long rounds, uint64_t bytes)
 		xrecv(c, buf, 1);
 	else
 		tcp_full(fd, buf, 1, false);
-	printf("figure: %-9s stream 64 KiB sends: %8.1f MB/s  (%llu MiB, RMB 64 KiB)\n", name,
+	printf("figure: %-9s stream 64 KiB sends: %8.1f MB/s  (%llu MiB, RMB %u KiB)\n", name,
 	       (double)bytes / ((double)(smc_clock_ns() - t0) / 1e9) / 1e6,
-	       (unsigned long long)(bytes / MIB));
+	       (unsigned long long)(bytes / MIB), smc_rmb_size(figure_class) / 1024);
 	fflush(stdout);
 	free(rtt);
 	if (c) {
@@ -724,6 +729,8 @@ int main(int argc, char **argv)
 	smcr_log_init();	/* SMCR_LOG=debug shows every post and completion */
 	if (getenv("RDMA_PEER_SEND_SLOTS"))	/* a link's send-queue depth */
 		smc_rdma_set_slots((unsigned int)atoi(getenv("RDMA_PEER_SEND_SLOTS")), 0);
+	if (getenv("RDMA_PEER_FIGURE_CLASS"))	/* the figures' RMB size class, 0-5 */
+		figure_class = (unsigned int)atoi(getenv("RDMA_PEER_FIGURE_CLASS")) % 6;
 	srv_addr.sin_family = AF_INET;
 	if (argc > 1 ? inet_pton(AF_INET, argv[1], &srv_addr.sin_addr) != 1
 		     : !first_ipv4(&srv_addr.sin_addr)) {
