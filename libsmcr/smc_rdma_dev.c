@@ -74,7 +74,7 @@ struct rdma_dev *smc_rdma_dev_get(struct ibv_context *verbs)
 	if (!dev)
 		return NULL;
 	dev->verbs = verbs;
-	dev->solicited_only = verbs->device->transport_type != IBV_TRANSPORT_IWARP;
+	dev->iwarp = verbs->device->transport_type == IBV_TRANSPORT_IWARP;
 	dev->async_src = (struct poll_src){ .kind = K_ASYNC, .dev = dev };
 	dev->cq_src = (struct poll_src){ .kind = K_CQ, .dev = dev };
 	dev->pd = IBV(ibv_alloc_pd)(verbs);

@@ -124,7 +124,7 @@ void smc_rdma_link_up(struct smc_rdma_link *link)
 		if (attr.path_mtu)
 			link->info.mtu = (uint8_t)attr.path_mtu;
 	}
-	ibv_req_notify_cq(link->cq, link->dev->solicited_only);
+	ibv_req_notify_cq(link->cq, !link->dev->iwarp);
 	atomic_store(&link->state, LINK_UP);
 	smc_rdma.stats.links_up++;
 	pthread_cond_broadcast(&smc_rdma.changed);
@@ -284,7 +284,8 @@ void smc_rdma_link_arm_any(struct smc_rdma_link *link)
 	ibv_req_notify_cq(link->cq, 0);
 }
 
-static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr)
+/* Posts wr, signalled if signal or if it is the signal_every-th. */
+static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr, bool signal)
 {
 	struct ibv_send_wr *bad;
 	bool waited = false;
@@ -305,7 +306,7 @@ static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr)
 		pthread_mutex_unlock(&link->lock);
 		return -ECONNRESET;
 	}
-	if (++link->posted % link->signal_every == 0) {
+	if (++link->posted % link->signal_every == 0 || signal) {
 		wr->send_flags |= IBV_SEND_SIGNALED;
 		wr->wr_id = link->posted;
 	}
@@ -334,7 +335,7 @@ int smc_rdma_post_write(struct smc_rdma_link *link, const void *src, uint32_t le
 		.wr.rdma = { .remote_addr = remote_addr, .rkey = rkey },
 	};
 
-	return post(link, &wr);
+	return post(link, &wr, link->dev->iwarp && len >= 4096);
 }
 
 int smc_rdma_post_cdc(struct smc_rdma_link *link, const uint8_t msg[SMC_CDC_MSG_LEN],
@@ -348,7 +349,7 @@ int smc_rdma_post_cdc(struct smc_rdma_link *link, const uint8_t msg[SMC_CDC_MSG_
 		.send_flags = IBV_SEND_INLINE | (solicited ? IBV_SEND_SOLICITED : 0),
 	};
 
-	return post(link, &wr);
+	return post(link, &wr, false);
 }
 
 void smc_rdma_dev_fail_links(struct rdma_dev *dev, const char *why)
@@ -399,7 +400,7 @@ void smc_rdma_on_cq_events(struct rdma_dev *dev)
 
 		IBV(ibv_ack_cq_events)(cq, 1);
 		/* armed again before the poll: a completion after it raises a new event */
-		ibv_req_notify_cq(cq, dev->solicited_only);
+		ibv_req_notify_cq(cq, !dev->iwarp);
 		pthread_mutex_lock(&link->cq_lock);
 		link_poll_locked(link);
 		pthread_mutex_unlock(&link->cq_lock);

@@ -30,11 +30,16 @@ struct rdma_dev {
 	struct poll_src async_src, cq_src;
 	struct smc_rdma_buf *pool[2][SMC_RMB_MAX_CLASS_R + 1];	/* [remote writable] */
 	/*
-	 * 1: the poller's CQs wake it for solicited completions only.  0 on
-	 * iWARP: siw (Linux 6.1) never raises a solicited event for a receive
-	 * (siw_rqe_complete asks siw_cq_notify_now with SIW_WQE_SIGNALLED).
+	 * An iWARP device, where two things are done differently because of
+	 * siw (Linux 6.1), measured in rdma_peer:
+	 *  - the poller's CQs wake it for every completion, not only solicited
+	 *    ones: siw never raises a solicited event for a receive
+	 *    (siw_rqe_complete asks siw_cq_notify_now with SIW_WQE_SIGNALLED);
+	 *  - a WRITE of a page or more is signalled: siw sends an unsignalled
+	 *    one straight from our pages (its zero-copy path), and a stream of
+	 *    64 KiB WRITEs stalled that way.
 	 */
-	int solicited_only;
+	bool iwarp;
 	struct rdma_dev *next;
 };
 
