@@ -21,9 +21,10 @@
  * same store-buffer argument makes it lose no wake-up.
  *
  * Solicited events: a CDC wakes the peer's thread (IBV_SEND_SOLICITED;
- * the thread arms its CQ for solicited completions only) unless all it
- * says is our consumer cursor, the peer did not say it is blocked and at
- * most half our RMB was in flight - no waiter of the peer's waits for that.
+ * the thread arms its CQ for solicited completions only, except on iWARP:
+ * smc_rdma_priv.h says why) unless all it says is our consumer cursor,
+ * the peer did not say it is blocked and at most half our RMB was in
+ * flight - no waiter of the peer's waits for that.
  * An unsolicited CDC is taken by the next poll of the CQ: the peer's next
  * call, spin or solicited CDC - or the poller, woken by any completion once
  * a thread of the peer's has gone to sleep (it may have become blocked
