@@ -81,6 +81,7 @@
 
 #include "real.h"
 #include "smc_shm.h"
+#include "smc_wake.h"
 #include "spin.h"
 
 #define SHM_MAGIC	0x534d435253484d31ull	/* "SMCRSHM1" */
@@ -123,35 +124,14 @@ uint64_t smc_shm_region_size(unsigned int size_class)
 	return SHM_CTL_SIZE + (uint64_t)smc_rmb_size(size_class);
 }
 
-static void signal_fd(int fd)
-{
-	uint64_t one = 1;
-	int saved_errno = errno;
-
-	/* a full counter (never in practice) is as readable as any */
-	if (REAL(write)(fd, &one, sizeof(one)) < 0)
-		errno = saved_errno;
-}
-
-static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *timeout)
-{
-	return syscall(SYS_futex, word, op, val, timeout, NULL, 0);
-}
-
-static bool claim(_Atomic uint32_t *word)
-{
-	return atomic_load_explicit(word, memory_order_relaxed) &&
-	       atomic_exchange_explicit(word, 0, memory_order_acq_rel);
-}
-
 /* After a store the side owning ctl must see: wakes its sleepers. */
 static void wake_side(struct shm_ctl *ctl, int fd)
 {
 	atomic_thread_fence(memory_order_seq_cst);
-	if (claim(&ctl->waiting))
-		futex(&ctl->waiting, FUTEX_WAKE, INT_MAX, NULL);
-	if (claim(&ctl->armed))
-		signal_fd(fd);
+	if (smc_wake_claim(&ctl->waiting))
+		smc_futex(&ctl->waiting, FUTEX_WAKE, INT_MAX, NULL);
+	if (smc_wake_claim(&ctl->armed))
+		smc_wake_signal_fd(fd);
 }
 
 /* Maps size bytes of fd, which must hold them. */
@@ -377,26 +357,11 @@ static int shm_wake_fd(struct smc_conn *conn)
 	return ((struct shm *)conn->priv)->wake_fd;
 }
 
-/* The TCP connection under conn ended: its peer is gone, or going. */
-static bool tcp_ended(const struct smc_conn *conn)
-{
-	struct pollfd p = { .fd = conn->sock, .events = POLLRDHUP };
-	int saved_errno = errno;
-	bool ended = conn->sock >= 0 && REAL(poll)(&p, 1, 0) == 1 &&
-		     (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
-
-	errno = saved_errno;
-	return ended;
-}
-
-/* A sleep's slice: a dead peer is noticed within it. */
-#define LIVENESS_MS 1000
-
 static int shm_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 {
 	struct shm *shm = conn->priv;
-	int slice = timeout_ms < 0 || timeout_ms > LIVENESS_MS ? LIVENESS_MS : timeout_ms;
-	struct timespec ts = { .tv_sec = slice / 1000, .tv_nsec = slice % 1000 * 1000000L };
+	struct timespec ts;
+	int slice = smc_wait_slice(timeout_ms, &ts);
 
 	if (spin(conn, shm, since) || shm_events(conn) != since)
 		return 0;
@@ -406,13 +371,13 @@ static int shm_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (shm_events(conn) != since)
 		return 0;
-	if (tcp_ended(conn))
+	if (smc_tcp_ended(conn))
 		return -ENOTCONN;
-	if (futex(&shm->ctl->waiting, FUTEX_WAIT, 1, &ts) == 0 || errno == EAGAIN)
+	if (smc_futex(&shm->ctl->waiting, FUTEX_WAIT, 1, &ts) == 0 || errno == EAGAIN)
 		return 0;
 	if (errno != ETIMEDOUT)
 		return -errno;
-	if (tcp_ended(conn))
+	if (smc_tcp_ended(conn))
 		return -ENOTCONN;
 	/* a slice of a longer wait ends as a spurious wake: the caller recounts */
 	return slice == timeout_ms ? -ETIMEDOUT : 0;
@@ -424,9 +389,9 @@ static void shm_wake(struct smc_conn *conn)
 
 	atomic_fetch_add_explicit(&shm->wakes, 1, memory_order_release);
 	atomic_thread_fence(memory_order_seq_cst);
-	if (claim(&shm->ctl->waiting))
-		futex(&shm->ctl->waiting, FUTEX_WAKE, INT_MAX, NULL);
-	signal_fd(shm->wake_fd);        /* for poll and epoll, armed or not */
+	if (smc_wake_claim(&shm->ctl->waiting))
+		smc_futex(&shm->ctl->waiting, FUTEX_WAKE, INT_MAX, NULL);
+	smc_wake_signal_fd(shm->wake_fd);        /* for poll and epoll, armed or not */
 }
 
 static void shm_release(struct smc_conn *conn)

@@ -7,6 +7,7 @@
 #     ib_write_lat (connected through rdma_cm, -R, as both RoCE and iWARP
 #     allow), client and server on the same device, at 64 KiB and at a small
 #     size; their output is kept in /out/perf-*.log for run.sh's figures;
+#   - the RDMA transport works between two processes (rdma_peer);
 #   - the integration tests TEST... (tests/integration/TEST.sh) pass against
 #     BUILD_DIR on this guest's kernel (each starts its own smcrd, whose BPF
 #     program needs cgroup v2).
@@ -55,6 +56,10 @@ integration() {
 	mkdir -p "/out/$1-work"
 	tar -C "$kept" --exclude='*.bin' -cf - . | tar -C "/out/$1-work" -xf -
 }
+# The RDMA transport between two processes (tests/progs/rdma_peer.c): its
+# checks (16 MiB stream, link reuse, half-close, abort, SIGKILL, nothing left)
+# and figures; here the device exists, so a skip (77) fails too.
+check rdma_peer 600 "$build/bin/rdma_peer" "$addr" 200 16
 export STRESS_TIMEOUT=120       # stress.sh's 20 s are for a real CPU, not TCG on a busy host
 for test in "$@"; do
 	integration "$test"

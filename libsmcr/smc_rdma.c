@@ -1,0 +1,486 @@
+/*
+ * smc_rdma.c - the RDMA transport's connections (smc_rdma.h): the ops
+ * table over a link of smc_rdma_link.c.
+ *
+ * Writing: a piece of at most the QP's inline size goes inline from the
+ * caller's buffer; a bigger one is copied into the staging buffer, a
+ * registered mirror of the peer's RMB, at the same offset, and written
+ * from there.  src may be reused on return either way, and the staging
+ * bytes are safe until the RDMA WRITE has read them: the send path writes
+ * at an offset again only after the peer's consumer cursor has passed it,
+ * which the peer can only report after the WRITE landed.  The CDC follows
+ * as a SEND on the same RC QP, which delivers it after the WRITEs.
+ *
+ * Receiving: the link's thread (or a spinning waiter) hands each CDC to
+ * its connection's mailbox, which keeps the latest one, as smc_shm.c's
+ * does and for the same reasons (a CDC states the whole state).
+ *
+ * Waking, as smc_shm.c: spin (polling the CQ ourselves), then sleep on a
+ * futex word (`waiting`) or, for poll and epoll, on our eventfd (`armed`);
+ * the deliverer stores, fences, and claims each word it finds set.  The
+ * same store-buffer argument makes it lose no wake-up.
+ *
+ * Solicited events: a CDC wakes the peer's thread (IBV_SEND_SOLICITED;
+ * the thread arms its CQ for solicited completions only, except on iWARP:
+ * smc_rdma_priv.h says why) unless all it says is our consumer cursor,
+ * the peer did not say it is blocked and at most half our RMB was in
+ * flight - no waiter of the peer's waits for that.
+ * An unsolicited CDC is taken by the next poll of the CQ: the peer's next
+ * call, spin or solicited CDC - or the poller, woken by any completion once
+ * a thread of the peer's has gone to sleep (it may have become blocked
+ * just after we sent the update, and need it after all).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "real.h"
+#include "smc_rdma.h"
+#include "smc_rdma_link.h"
+#include "smc_wake.h"
+#include "spin.h"
+
+struct rdma_conn {
+	struct smc_rdma_endpoint ep;		/* first: the link hands us back by it */
+	struct smc_rdma_link *link;		/* NULL until bound */
+	struct smc_rdma_link_info info;
+	struct smc_rdma_local local;
+	struct smc_rdma_buf *rmb, *staging;
+	unsigned int size_class;
+	uint64_t peer_addr;
+	uint32_t peer_rkey;
+	struct smc_cdc last_sent;		/* what the peer knows: solicit or not */
+	bool sent_any;
+
+	pthread_mutex_t mbox_lock;
+	uint8_t mbox[SMC_CDC_MSG_LEN];		/* the latest CDC delivered */
+	_Atomic uint32_t mbox_seq;		/* +1 per CDC delivered */
+	uint32_t fetched;			/* mbox_seq of the last one fetched */
+	_Atomic bool down;			/* the link failed */
+	_Atomic uint32_t wakes, wakes_seen;	/* as smc_shm.c */
+	_Atomic uint32_t waiting, armed;
+	int wake_fd;
+	struct smcr_spin spin;
+};
+
+static struct rdma_conn *priv(const struct smc_conn *conn)
+{
+	return conn->priv;
+}
+
+/* ---- waking ---- */
+
+static void wake_waiters(struct rdma_conn *rc)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (smc_wake_claim(&rc->waiting))
+		smc_futex(&rc->waiting, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+	if (smc_wake_claim(&rc->armed))
+		smc_wake_signal_fd(rc->wake_fd);
+}
+
+void smc_rdma_deliver(struct smc_rdma_endpoint *ep, const uint8_t msg[SMC_CDC_MSG_LEN])
+{
+	struct rdma_conn *rc = (struct rdma_conn *)ep;
+
+	pthread_mutex_lock(&rc->mbox_lock);
+	memcpy(rc->mbox, msg, SMC_CDC_MSG_LEN);
+	atomic_fetch_add_explicit(&rc->mbox_seq, 1, memory_order_release);
+	pthread_mutex_unlock(&rc->mbox_lock);
+	wake_waiters(rc);
+}
+
+void smc_rdma_link_down(struct smc_rdma_endpoint *ep)
+{
+	struct rdma_conn *rc = (struct rdma_conn *)ep;
+
+	atomic_store(&rc->down, true);
+	atomic_fetch_add_explicit(&rc->wakes, 1, memory_order_release);
+	wake_waiters(rc);
+}
+
+/* ---- setup ---- */
+
+static int sock_addr(int sock, bool peer, struct sockaddr_storage *ss)
+{
+	socklen_t len = sizeof(*ss);
+
+	if ((peer ? REAL(getpeername) : REAL(getsockname))(sock, (struct sockaddr *)ss, &len))
+		return -errno;
+	return 0;
+}
+
+int smc_rdma_local_block(int sock, struct smc_clc_local *lcl)
+{
+	struct sockaddr_storage local;
+	struct smc_rdma_local me;
+	int rc = sock_addr(sock, false, &local);
+
+	if (!rc)
+		rc = smc_rdma_listen((struct sockaddr *)&local, &me);
+	if (!rc)
+		*lcl = me.lcl;
+	return rc;
+}
+
+static int rdma_create_rmb(struct smc_conn *conn, unsigned int size_class, int memfd, int wake_fd)
+{
+	struct sockaddr_storage local;
+	struct rdma_conn *rc;
+	int err;
+
+	if (memfd != -1 || wake_fd != -1 || size_class > SMC_RMB_MAX_CLASS_R || conn->sock < 0)
+		return -EINVAL;
+	err = sock_addr(conn->sock, false, &local);
+	if (err)
+		return err;
+	rc = calloc(1, sizeof(*rc));
+	if (!rc)
+		return -ENOMEM;
+	rc->wake_fd = -1;
+	err = smc_rdma_listen((struct sockaddr *)&local, &rc->local);
+	if (err)
+		goto fail;
+	err = -ENOMEM;
+	rc->rmb = smc_rdma_rmb_get(rc->local.dev, size_class);
+	rc->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (!rc->rmb || rc->wake_fd < 0)
+		goto fail;
+	rc->size_class = size_class;
+	pthread_mutex_init(&rc->mbox_lock, NULL);
+	/* an epoll loop with wake_fd in its set may sleep before any call of ours */
+	atomic_store(&rc->armed, 1);
+	conn->priv = rc;
+	conn->rmb = rc->rmb->mem;
+	conn->st->rmb_size = rc->rmb->size;
+	return 0;
+fail:
+	if (rc->rmb)
+		smc_rdma_buf_put(rc->rmb);
+	if (rc->wake_fd >= 0)
+		REAL(close)(rc->wake_fd);
+	free(rc);
+	return err;
+}
+
+static int bind_link(struct smc_conn *conn, struct smc_rdma_link *link)
+{
+	struct rdma_conn *rc = priv(conn);
+	int err;
+
+	rc->ep.token = conn->st->token;
+	err = smc_rdma_link_bind(link, &rc->ep);
+	if (err) {
+		smc_rdma_link_put(link);
+		return err;
+	}
+	rc->link = link;
+	smc_rdma_link_info(link, &rc->info);
+	return 0;
+}
+
+int smc_rdma_link_to_peer(struct smc_conn *conn, const struct smc_clc_local *peer,
+			  bool *first_contact)
+{
+	struct sockaddr_storage local, remote;
+	struct smc_rdma_link *link;
+	int err;
+
+	if (!conn->priv || priv(conn)->link)
+		return -EINVAL;
+	if ((err = sock_addr(conn->sock, false, &local)) ||
+	    (err = sock_addr(conn->sock, true, &remote)) ||
+	    (err = smc_rdma_link_get((struct sockaddr *)&local, (struct sockaddr *)&remote, peer,
+				     SMC_CLC_WAIT_MS, &link, first_contact)))
+		return err;
+	return bind_link(conn, link);
+}
+
+int smc_rdma_local_desc(struct smc_conn *conn, struct smc_clc_accept_confirm *desc)
+{
+	struct rdma_conn *rc = priv(conn);
+
+	if (!rc || !rc->link)
+		return -EINVAL;
+	memset(desc, 0, sizeof(*desc));
+	desc->smc_type = SMC_TYPE_R;
+	desc->r = (struct smcr_clc_accept_confirm){
+		.lcl = rc->local.lcl,
+		.qpn = rc->info.qpn,
+		.rmb_rkey = rc->rmb->rkey,
+		.rmbe_idx = 1,		/* one RMB element per RMB, as Linux */
+		.rmbe_alert_token = conn->st->token,
+		.rmbe_size = (uint8_t)rc->size_class,
+		.qp_mtu = rc->info.mtu,
+		.rmb_dma_addr = (uintptr_t)rc->rmb->mem,
+		.psn = rc->info.psn,
+	};
+	return 0;
+}
+
+static int rdma_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_confirm *peer,
+			    int peer_fd, int peer_wake_fd)
+{
+	struct rdma_conn *rc = priv(conn);
+	struct sockaddr_storage remote;
+	struct smc_rdma_link *link;
+	int err;
+
+	if (peer_fd != -1 || peer_wake_fd != -1)
+		return -EINVAL;
+	if (peer->smc_type != SMC_TYPE_R || peer->r.rmbe_size > SMC_RMB_MAX_CLASS_R)
+		return -EPROTO;
+	if (!rc->link) {
+		/* the client: the server connected the link before its Accept named it */
+		if ((err = sock_addr(conn->sock, true, &remote)) ||
+		    (err = smc_rdma_link_find((struct sockaddr *)&remote, peer->r.qpn,
+					      SMC_CLC_WAIT_SHORT_MS, &link)) ||
+		    (err = bind_link(conn, link)))
+			return err;
+	} else if (rc->info.peer_qpn != peer->r.qpn) {
+		return -EPROTO;		/* the Confirm names another link than ours */
+	}
+	rc->staging = smc_rdma_staging_get(rc->local.dev, peer->r.rmbe_size);
+	if (!rc->staging)
+		return -ENOMEM;
+	rc->peer_addr = peer->r.rmb_dma_addr;
+	rc->peer_rkey = peer->r.rmb_rkey;
+	conn->st->peer_rmb_size = smc_rmb_size(peer->r.rmbe_size);
+	return 0;
+}
+
+/* ---- the data path ---- */
+
+static int rdma_write(struct smc_conn *conn, uint32_t off, const void *src, uint32_t len)
+{
+	struct rdma_conn *rc = priv(conn);
+	uint8_t *staged;
+
+	if (off > conn->st->peer_rmb_size || len > conn->st->peer_rmb_size - off)
+		return -EINVAL;
+	if (atomic_load(&rc->down))
+		return -ECONNRESET;
+	if (len == 0)
+		return 0;
+	if (len <= rc->info.inline_max)
+		return smc_rdma_post_write(rc->link, src, len, 0, rc->peer_addr + off, rc->peer_rkey);
+	staged = rc->staging->mem + off;
+	memcpy(staged, src, len);
+	return smc_rdma_post_write(rc->link, staged, len, rc->staging->lkey, rc->peer_addr + off,
+				   rc->peer_rkey);
+}
+
+/* Whether the CDC cdc may matter to a waiter of the peer's (the header comment). */
+static bool cdc_wakes_peer(const struct smc_conn *conn, const struct rdma_conn *rc,
+			   const struct smc_cdc *cdc)
+{
+	const struct smc_cdc *last = &rc->last_sent;
+
+	if (!rc->sent_any || !smc_cursor_equal(cdc->prod, last->prod) ||
+	    cdc->prod_flags != last->prod_flags || cdc->conn_state_flags != last->conn_state_flags)
+		return true;
+	if (conn->st->peer_prod_flags & (SMC_CDC_WRITE_BLOCKED | SMC_CDC_CONS_UPDATE_REQ))
+		return true;
+	/* the peer's view of its room, before this update */
+	return smc_ring_readable(conn->st->rmb_size, conn->st->rx_confirmed, conn->st->rx_prod) >
+	       conn->st->rmb_size / 2;
+}
+
+static int rdma_send_cdc(struct smc_conn *conn, const uint8_t msg[SMC_CDC_MSG_LEN])
+{
+	struct rdma_conn *rc = priv(conn);
+	struct smc_cdc cdc;
+	int err;
+
+	if (atomic_load(&rc->down))
+		return -ECONNRESET;
+	if (smc_cdc_decode(msg, SMC_CDC_MSG_LEN, &cdc))
+		return -EINVAL;
+	err = smc_rdma_post_cdc(rc->link, msg, cdc_wakes_peer(conn, rc, &cdc));
+	if (!err) {
+		rc->last_sent = cdc;
+		rc->sent_any = true;
+	}
+	return err;
+}
+
+static uint32_t rdma_events(struct smc_conn *conn)
+{
+	struct rdma_conn *rc = priv(conn);
+
+	return atomic_load_explicit(&rc->mbox_seq, memory_order_acquire) +
+	       atomic_load_explicit(&rc->wakes, memory_order_acquire);
+}
+
+static void poll_link(struct rdma_conn *rc)
+{
+	if (rc->link)
+		smc_rdma_link_poll(rc->link);
+}
+
+/* About to sleep: whatever arrives from now on wakes the poller (smc_rdma_link_arm_any). */
+static void poll_link_before_sleep(struct rdma_conn *rc)
+{
+	if (rc->link) {
+		smc_rdma_link_arm_any(rc->link);
+		smc_rdma_link_poll(rc->link);
+	}
+}
+
+static int rdma_recv_cdc(struct smc_conn *conn, uint8_t msg[SMC_CDC_MSG_LEN])
+{
+	struct rdma_conn *rc = priv(conn);
+	uint32_t seq = atomic_load_explicit(&rc->mbox_seq, memory_order_acquire);
+
+	/* an unsolicited CDC waits in the CQ for whoever polls it */
+	if (seq == rc->fetched) {
+		poll_link(rc);
+		seq = atomic_load_explicit(&rc->mbox_seq, memory_order_acquire);
+	}
+	if (seq != rc->fetched) {
+		pthread_mutex_lock(&rc->mbox_lock);
+		memcpy(msg, rc->mbox, SMC_CDC_MSG_LEN);
+		rc->fetched = atomic_load_explicit(&rc->mbox_seq, memory_order_relaxed);
+		pthread_mutex_unlock(&rc->mbox_lock);
+		return 1;
+	}
+	if (!atomic_load(&rc->down))
+		return 0;
+	/* a peer that said it was done, then went away, closed; any other was lost */
+	return conn->st->peer_state & (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED) ? 0
+											  : -ECONNRESET;
+}
+
+static bool spin(struct smc_conn *conn, struct rdma_conn *rc, uint32_t since)
+{
+	uint64_t budget = smcr_spin_budget(&rc->spin);
+
+	if (!budget)
+		return false;
+	for (uint64_t end = smc_clock_ns() + budget; rdma_events(conn) == since;) {
+		if (smc_clock_ns() >= end) {
+			smcr_spin_done(&rc->spin, false);
+			return false;
+		}
+		poll_link(rc);
+		smcr_cpu_relax();
+	}
+	smcr_spin_done(&rc->spin, true);
+	return true;
+}
+
+static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
+{
+	struct rdma_conn *rc = priv(conn);
+	struct timespec ts;
+	int slice = smc_wait_slice(timeout_ms, &ts);
+
+	if (spin(conn, rc, since) || rdma_events(conn) != since)
+		return 0;
+	if (timeout_ms == 0)
+		return -ETIMEDOUT;
+	atomic_store_explicit(&rc->waiting, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	poll_link_before_sleep(rc);
+	if (rdma_events(conn) != since)
+		return 0;
+	if (smc_tcp_ended(conn))
+		return -ENOTCONN;
+	if (smc_futex(&rc->waiting, FUTEX_WAIT_PRIVATE, 1, &ts) == 0 ||
+	    errno == EAGAIN)
+		return 0;
+	if (errno != ETIMEDOUT)
+		return -errno;
+	if (smc_tcp_ended(conn))
+		return -ENOTCONN;
+	return slice == timeout_ms ? -ETIMEDOUT : 0;
+}
+
+static int rdma_wake_fd(struct smc_conn *conn)
+{
+	return priv(conn)->wake_fd;
+}
+
+static bool rdma_arm(struct smc_conn *conn, uint32_t since, bool signalled)
+{
+	struct rdma_conn *rc = priv(conn);
+	uint32_t wakes = atomic_load_explicit(&rc->wakes, memory_order_acquire);
+	uint64_t count;
+	int saved_errno = errno;
+
+	if (signalled || !atomic_load_explicit(&rc->armed, memory_order_relaxed) ||
+	    wakes != atomic_load_explicit(&rc->wakes_seen, memory_order_relaxed)) {
+		atomic_store_explicit(&rc->wakes_seen, wakes, memory_order_relaxed);
+		if (REAL(read)(rc->wake_fd, &count, sizeof(count)) < 0)
+			errno = saved_errno;
+	}
+	atomic_store_explicit(&rc->armed, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	poll_link_before_sleep(rc);
+	return rdma_events(conn) == since;
+}
+
+static void rdma_wake(struct smc_conn *conn)
+{
+	struct rdma_conn *rc = priv(conn);
+
+	atomic_fetch_add_explicit(&rc->wakes, 1, memory_order_release);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (smc_wake_claim(&rc->waiting))
+		smc_futex(&rc->waiting, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+	smc_wake_signal_fd(rc->wake_fd);		/* for poll and epoll, armed or not */
+}
+
+static void rdma_release(struct smc_conn *conn)
+{
+	struct rdma_conn *rc = priv(conn);
+
+	if (rc->link) {
+		smc_rdma_link_unbind(rc->link, &rc->ep);
+		smc_rdma_link_put(rc->link);
+	}
+	if (rc->staging)
+		smc_rdma_buf_put(rc->staging);
+	smc_rdma_buf_put(rc->rmb);
+	REAL(close)(rc->wake_fd);
+	pthread_mutex_destroy(&rc->mbox_lock);
+	free(rc);
+	conn->priv = NULL;
+	conn->rmb = NULL;
+}
+
+/*
+ * A QP and the memory regions registered on it belong to the process that
+ * made them: another process holding the socket cannot take the connection
+ * over (smc_sock.c then treats it as lost there).
+ */
+static int rdma_map_rmb(struct smc_conn *conn, int memfd, int wake_fd)
+{
+	(void)conn;
+	(void)memfd;
+	(void)wake_fd;
+	return -EOPNOTSUPP;
+}
+
+const struct smc_transport_ops smc_rdma_ops = {
+	.name = "rdma",
+	.id = SMCR_TRANSPORT_RDMA,
+	.create_rmb = rdma_create_rmb,
+	.map_rmb = rdma_map_rmb,
+	.attach_peer = rdma_attach_peer,
+	.write = rdma_write,
+	.send_cdc = rdma_send_cdc,
+	.recv_cdc = rdma_recv_cdc,
+	.events = rdma_events,
+	.wait = rdma_wait,
+	.wake_fd = rdma_wake_fd,
+	.arm = rdma_arm,
+	.wake = rdma_wake,
+	.release = rdma_release,
+};

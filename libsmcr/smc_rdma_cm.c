@@ -1,0 +1,380 @@
+/*
+ * smc_rdma_cm.c - finding and establishing links through librdmacm
+ * (smc_rdma_link.h; PROTOCOL.md, section 9, has the whole exchange).
+ *
+ * The side that needs a link and has none (the CLC server, before its
+ * Accept) resolves the peer's address and instance port on an event
+ * channel of its own and connects; both sides put a hello in the private
+ * data of connect and accept: magic, their instance, their QP number
+ * (iWARP carries no QP number of its own).  Once established the id moves
+ * to the poller's event channel, where the listener ids live too, and
+ * whose events (a peer's connect request, a disconnect) this file handles.
+ * A link that is up stays in the table, idle or not, until it fails.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "real.h"
+#include "smc_rdma_priv.h"
+
+#define HELLO_MAGIC	0x534d4352u	/* "SMCR" */
+#define LISTEN_BACKLOG	128
+
+/* In rdma_connect's and rdma_accept's private data, big-endian. */
+struct hello {
+	uint32_t magic;
+	uint32_t qpn;
+	uint16_t instance;
+	uint16_t reserved;
+} __attribute__((packed));
+
+static socklen_t addr_len(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+/* sa with port (host order) into *out. */
+static void addr_with_port(const struct sockaddr *sa, uint16_t port, struct sockaddr_storage *out)
+{
+	memset(out, 0, sizeof(*out));
+	memcpy(out, sa, addr_len(sa));
+	if (sa->sa_family == AF_INET6)
+		((struct sockaddr_in6 *)out)->sin6_port = htons(port);
+	else
+		((struct sockaddr_in *)out)->sin_port = htons(port);
+}
+
+static bool same_ip(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+	return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+	       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+}
+
+/* The MAC of the interface holding the local address sa (zeros if none). */
+static void mac_of(const struct sockaddr *sa, uint8_t mac[6])
+{
+	struct ifaddrs *all, *a, *p;
+
+	memset(mac, 0, 6);
+	if (getifaddrs(&all))
+		return;
+	for (a = all; a; a = a->ifa_next) {
+		if (!a->ifa_addr || !same_ip(a->ifa_addr, sa))
+			continue;
+		for (p = all; p; p = p->ifa_next) {
+			const struct sockaddr_ll *ll = (const void *)p->ifa_addr;
+
+			if (ll && ll->sll_family == AF_PACKET && !strcmp(p->ifa_name, a->ifa_name) &&
+			    ll->sll_halen == 6)
+				memcpy(mac, ll->sll_addr, 6);
+		}
+		break;
+	}
+	freeifaddrs(all);
+}
+
+static int accept_link(struct rdma_cm_event *e)
+{
+	const struct hello *h = e->param.conn.private_data;
+	struct hello reply;
+	struct rdma_conn_param param = { .rnr_retry_count = 7, .private_data = &reply,
+					  .private_data_len = sizeof(reply) };
+	struct smc_rdma_link *link;
+	struct listener *l = e->listen_id->context;
+	int rc;
+
+	if (!h || e->param.conn.private_data_len < sizeof(*h) || ntohl(h->magic) != HELLO_MAGIC)
+		return -EPROTO;
+	rc = smc_rdma_link_new(e->id, &link);
+	if (rc)
+		return rc;
+	addr_with_port(rdma_get_peer_addr(e->id), 0, &link->peer);
+	link->peer_instance = ntohs(h->instance);
+	link->info.peer_qpn = ntohl(h->qpn);
+	reply = (struct hello){ .magic = htonl(HELLO_MAGIC), .qpn = htonl(link->info.qpn),
+				.instance = htons(l->local.instance) };
+	if (IBV(rdma_accept)(e->id, &param)) {
+		rc = -errno;
+		e->id->context = NULL;
+		smc_rdma_link_free(link, false);
+		return rc;
+	}
+	pthread_mutex_lock(&smc_rdma.lock);
+	smc_rdma.stats.links++;
+	link->refs = 1;
+	link->next = smc_rdma.links;
+	smc_rdma.links = link;
+	pthread_mutex_unlock(&smc_rdma.lock);
+	return 0;
+}
+
+/* Every link on dev fails (the device is gone or broken). */
+void smc_rdma_on_cm_events(void)
+{
+	struct rdma_cm_event *e;
+
+	while (IBV(rdma_get_cm_event)(smc_rdma.cm, &e) == 0) {
+		enum kind *ctx = e->id->context;
+		struct rdma_cm_id *refused = NULL;
+
+		smcr_log(SMCR_LOG_DEBUG, "rdma: %s (status %d)", IBV(rdma_event_str)(e->event), e->status);
+
+		switch (e->event) {
+		case RDMA_CM_EVENT_CONNECT_REQUEST:
+			if (accept_link(e)) {
+				IBV(rdma_reject)(e->id, NULL, 0);
+				refused = e->id;
+			}
+			break;
+		case RDMA_CM_EVENT_ESTABLISHED:
+			if (ctx && *ctx == K_LINK) {
+				pthread_mutex_lock(&smc_rdma.lock);
+				if (atomic_load(&((struct smc_rdma_link *)ctx)->state) == LINK_CONNECTING)
+					smc_rdma_link_up((struct smc_rdma_link *)ctx);
+				pthread_mutex_unlock(&smc_rdma.lock);
+			}
+			break;
+		case RDMA_CM_EVENT_DEVICE_REMOVAL: {
+			struct rdma_dev *gone = NULL;
+
+			pthread_mutex_lock(&smc_rdma.lock);
+			for (struct rdma_dev *d = smc_rdma.devs; d; d = d->next)
+				if (d->verbs == e->id->verbs)
+					gone = d;
+			pthread_mutex_unlock(&smc_rdma.lock);
+			if (gone)
+				smc_rdma_dev_fail_links(gone, "device removed");
+			break;
+		}
+		default:	/* disconnected, rejected, unreachable, errors */
+			if (ctx && *ctx == K_LINK)
+				smc_rdma_link_fail((struct smc_rdma_link *)ctx, IBV(rdma_event_str)(e->event));
+			break;
+		}
+		IBV(rdma_ack_cm_event)(e);
+		if (refused)
+			IBV(rdma_destroy_id)(refused);
+	}
+}
+
+int smc_rdma_listen(const struct sockaddr *local, struct smc_rdma_local *out)
+{
+	struct sockaddr_storage any;
+	struct listener *l;
+	int rc = 0;
+
+	rc = smc_rdma_start();
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&smc_rdma.lock);
+	for (l = smc_rdma.listeners; l && !same_ip((struct sockaddr *)&l->addr, local); l = l->next)
+		;
+	if (l)
+		goto found;
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	l->kind = K_LISTENER;
+	addr_with_port(local, 0, &l->addr);
+	any = l->addr;
+	if (IBV(rdma_create_id)(smc_rdma.cm, &l->id, l, RDMA_PS_TCP)) {
+		rc = -errno;
+		free(l);
+		goto out;
+	}
+	/* an address no RDMA device serves: ENODEV, EADDRNOTAVAIL or no verbs */
+	if (IBV(rdma_bind_addr)(l->id, (struct sockaddr *)&any) || !l->id->verbs ||
+	    !(l->local.dev = smc_rdma_dev_get(l->id->verbs)) || IBV(rdma_listen)(l->id, LISTEN_BACKLOG)) {
+		IBV(rdma_destroy_id)(l->id);
+		free(l);
+		rc = -ENODEV;
+		goto out;
+	}
+	l->local.instance = ntohs(IBV(rdma_get_src_port)(l->id));
+	l->local.lcl.peer_id[0] = (uint8_t)(l->local.instance >> 8);
+	l->local.lcl.peer_id[1] = (uint8_t)l->local.instance;
+	mac_of(local, l->local.lcl.mac);
+	memcpy(l->local.lcl.peer_id + 2, l->local.lcl.mac, 6);
+	memcpy(l->local.lcl.gid, &l->id->route.addr.addr.ibaddr.sgid, 16);
+	l->next = smc_rdma.listeners;
+	smc_rdma.listeners = l;
+found:
+	*out = l->local;
+out:
+	pthread_mutex_unlock(&smc_rdma.lock);
+	return rc;
+}
+
+/* The next rdma_cm event on ch, which must be want, within timeout_ms; copies its hello. */
+static int expect_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
+			int timeout_ms, struct hello *h)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *e;
+	int rc;
+
+	rc = REAL(poll)(&p, 1, timeout_ms);
+	if (rc <= 0)
+		return rc ? -errno : -ETIMEDOUT;
+	if (IBV(rdma_get_cm_event)(ch, &e))
+		return -errno;
+	rc = e->event == want ? 0 : e->status ? -abs(e->status) : -ECONNREFUSED;
+	if (!rc && h) {
+		if (e->param.conn.private_data_len >= sizeof(*h) && e->param.conn.private_data)
+			memcpy(h, e->param.conn.private_data, sizeof(*h));
+		if (ntohl(h->magic) != HELLO_MAGIC)
+			rc = -EPROTO;
+	}
+	if (rc)
+		smcr_log(SMCR_LOG_INFO, "rdma: connecting a link: %s instead of %s",
+			 IBV(rdma_event_str)(e->event), IBV(rdma_event_str)(want));
+	IBV(rdma_ack_cm_event)(e);
+	return rc;
+}
+
+/* Connects a new link from local to the process listening at peer:instance. */
+static int link_connect(const struct sockaddr *local, const struct sockaddr *peer,
+			uint16_t instance, int timeout_ms, struct smc_rdma_link **out)
+{
+	struct smc_rdma_local me;
+	struct sockaddr_storage src, dst;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id = NULL;
+	struct smc_rdma_link *link = NULL;
+	struct hello hello, peer_hello = { 0 };
+	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7,
+					  .private_data = &hello, .private_data_len = sizeof(hello) };
+	int rc = smc_rdma_listen(local, &me);
+
+	if (rc)
+		return rc;
+	addr_with_port(local, 0, &src);
+	addr_with_port(peer, instance, &dst);
+	ch = IBV(rdma_create_event_channel)();
+	if (!ch)
+		return -ENODEV;
+	if (IBV(rdma_create_id)(ch, &id, NULL, RDMA_PS_TCP)) {
+		rc = -errno;
+		id = NULL;
+		goto out;
+	}
+	if ((rc = IBV(rdma_resolve_addr)(id, (struct sockaddr *)&src, (struct sockaddr *)&dst,
+					 timeout_ms) ? -errno : 0) ||
+	    (rc = expect_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms, NULL)) ||
+	    (rc = IBV(rdma_resolve_route)(id, timeout_ms) ? -errno : 0) ||
+	    (rc = expect_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, timeout_ms, NULL)) ||
+	    (rc = smc_rdma_link_new(id, &link)))
+		goto out;
+	hello = (struct hello){ .magic = htonl(HELLO_MAGIC), .qpn = htonl(link->info.qpn),
+				.instance = htons(me.instance) };
+	if ((rc = IBV(rdma_connect)(id, &param) ? -errno : 0) ||
+	    (rc = expect_event(ch, RDMA_CM_EVENT_ESTABLISHED, timeout_ms, &peer_hello)) ||
+	    (rc = IBV(rdma_migrate_id)(id, smc_rdma.cm) ? -errno : 0))
+		goto out;
+	link->peer_instance = instance;
+	link->info.peer_qpn = ntohl(peer_hello.qpn);
+	addr_with_port(peer, 0, &link->peer);
+	pthread_mutex_lock(&smc_rdma.lock);
+	smc_rdma_link_up(link);
+	link->refs = 2;		/* the table's and the caller's */
+	link->next = smc_rdma.links;
+	smc_rdma.links = link;
+	smc_rdma.stats.links++;
+	pthread_mutex_unlock(&smc_rdma.lock);
+	/*
+	 * iWARP (MPA, RFC 5044) lets the accepting side send only after our
+	 * first message: a zero-length RDMA WRITE, which needs no rkey and
+	 * reaches no connection, opens the stream.
+	 */
+	rc = smc_rdma_post_write(link, NULL, 0, 0, 0, 0);
+	if (rc) {
+		smc_rdma_link_put(link);
+		goto out_linked;
+	}
+	*out = link;
+out_linked:
+	link = NULL;
+	id = NULL;
+out:
+	if (link)
+		smc_rdma_link_free(link, true);
+	else if (id)
+		IBV(rdma_destroy_id)(id);
+	IBV(rdma_destroy_event_channel)(ch);
+	return rc;
+}
+
+int smc_rdma_link_get(const struct sockaddr *local, const struct sockaddr *peer,
+		      const struct smc_clc_local *peer_lcl, int timeout_ms,
+		      struct smc_rdma_link **out, bool *fresh)
+{
+	uint16_t instance = (uint16_t)(peer_lcl->peer_id[0] << 8 | peer_lcl->peer_id[1]);
+	struct smc_rdma_link *link;
+
+	pthread_mutex_lock(&smc_rdma.lock);
+	for (link = smc_rdma.links; link; link = link->next)
+		if (atomic_load(&link->state) == LINK_UP && link->peer_instance == instance &&
+		    same_ip((struct sockaddr *)&link->peer, peer))
+			break;
+	if (link)
+		link->refs++;
+	pthread_mutex_unlock(&smc_rdma.lock);
+	*fresh = !link;
+	if (link) {
+		*out = link;
+		return 0;
+	}
+	return link_connect(local, peer, instance, timeout_ms, out);
+}
+
+int smc_rdma_link_find(const struct sockaddr *peer, uint32_t peer_qpn, int timeout_ms,
+		       struct smc_rdma_link **out)
+{
+	struct timespec deadline;
+	struct smc_rdma_link *link;
+	int rc = -ENOLINK;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += timeout_ms % 1000 * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&smc_rdma.lock);
+	for (;;) {
+		for (link = smc_rdma.links; link; link = link->next)
+			if (link->info.peer_qpn == peer_qpn && same_ip((struct sockaddr *)&link->peer, peer))
+				break;
+		if (!link)
+			break;
+		if (atomic_load(&link->state) == LINK_UP) {
+			link->refs++;
+			*out = link;
+			rc = 0;
+			break;
+		}
+		/* the peer saw it established first: our poller is just behind */
+		if (pthread_cond_timedwait(&smc_rdma.changed, &smc_rdma.lock, &deadline) == ETIMEDOUT) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&smc_rdma.lock);
+	return rc;
+}

@@ -1,0 +1,429 @@
+/*
+ * smc_rdma_link.c - a link's queue pair: set up, posted to, polled, failed
+ * and freed (smc_rdma_link.h).
+ *
+ * Send-queue slots: of the WRs posted, every signal_every-th is signalled;
+ * its completion frees every slot up to it.  A post that finds no slot
+ * polls the CQ itself (counted: cdc_slots_exhausted).
+ *
+ * Locks, in order: a link's cq_lock, then its lock or smc_rdma.lock (never
+ * both).
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "real.h"
+#include "smc_rdma_priv.h"
+
+#define RECV_BUF_LEN	64		/* a CDC is 44 bytes */
+
+/* Frees what link_new made, and the rdma_cm id if destroy_id. */
+void smc_rdma_link_free(struct smc_rdma_link *link, bool destroy_id)
+{
+	if (link->qp)
+		IBV(rdma_destroy_qp)(link->id);
+	if (link->cq)
+		IBV(ibv_destroy_cq)(link->cq);
+	if (link->recv_mr)
+		IBV(ibv_dereg_mr)(link->recv_mr);
+	free(link->recv_buf);
+	if (destroy_id)
+		IBV(rdma_destroy_id)(link->id);
+	pthread_mutex_destroy(&link->lock);
+	pthread_mutex_destroy(&link->cq_lock);
+	free(link);
+}
+
+static int post_recv(struct smc_rdma_link *link, unsigned int slot)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(link->recv_buf + (size_t)slot * RECV_BUF_LEN),
+		.length = RECV_BUF_LEN,
+		.lkey = link->recv_mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return -ibv_post_recv(link->qp, &wr, &bad);
+}
+
+/* A link on id (address and route resolved, or a connect request): CQ, QP, receives. */
+int smc_rdma_link_new(struct rdma_cm_id *id, struct smc_rdma_link **out)
+{
+	struct smc_rdma_link *link = calloc(1, sizeof(*link));
+	struct ibv_qp_init_attr attr = { .qp_type = IBV_QPT_RC };
+	int rc = -ENOMEM;
+
+	if (!link)
+		return -ENOMEM;
+	link->kind = K_LINK;
+	link->id = id;
+	pthread_mutex_init(&link->lock, NULL);
+	pthread_mutex_init(&link->cq_lock, NULL);
+	pthread_mutex_lock(&smc_rdma.lock);
+	link->dev = smc_rdma_dev_get(id->verbs);
+	link->send_slots = smc_rdma.send_slots;
+	link->recv_slots = smc_rdma.recv_slots;
+	pthread_mutex_unlock(&smc_rdma.lock);
+	link->signal_every = link->send_slots / 4 ? link->send_slots / 4 : 1;
+	if (!link->dev)
+		goto fail;
+	link->cq = IBV(ibv_create_cq)(id->verbs, (int)(link->send_slots + link->recv_slots), link,
+				      link->dev->chan, 0);
+	if (!link->cq)
+		goto fail_errno;
+	attr.qp_context = link;
+	attr.send_cq = attr.recv_cq = link->cq;
+	attr.cap.max_send_wr = link->send_slots;
+	attr.cap.max_recv_wr = link->recv_slots;
+	attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+	attr.cap.max_inline_data = RECV_BUF_LEN;
+	if (IBV(rdma_create_qp)(id, link->dev->pd, &attr))
+		goto fail_errno;
+	link->qp = id->qp;
+	link->info.qpn = link->qp->qp_num;
+	link->info.dev = link->dev;
+	/* CDCs always go inline: no registered send buffer, no completion to wait for */
+	link->info.inline_max = attr.cap.max_inline_data;
+	rc = -EOPNOTSUPP;
+	if (link->info.inline_max < SMC_CDC_MSG_LEN)
+		goto fail;
+	rc = -ENOMEM;
+	link->recv_buf = calloc(link->recv_slots, RECV_BUF_LEN);
+	if (!link->recv_buf)
+		goto fail;
+	link->recv_mr = IBV(ibv_reg_mr)(link->dev->pd, link->recv_buf,
+					(size_t)link->recv_slots * RECV_BUF_LEN, IBV_ACCESS_LOCAL_WRITE);
+	if (!link->recv_mr)
+		goto fail_errno;
+	for (unsigned int i = 0; i < link->recv_slots; i++)
+		if ((rc = post_recv(link, i)) != 0)
+			goto fail;
+	id->context = link;
+	*out = link;
+	return 0;
+fail_errno:
+	rc = errno ? -errno : -ENOMEM;
+fail:
+	smc_rdma_link_free(link, false);		/* the caller destroys the id */
+	return rc;
+}
+
+/* Under smc_rdma.lock: the link was established (passive side: by the poller). */
+void smc_rdma_link_up(struct smc_rdma_link *link)
+{
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+
+	/* the first PSN, as RFC 7609's Accept/Confirm carry it: nothing was sent yet */
+	link->info.mtu = IBV_MTU_1024;
+	if (IBV(ibv_query_qp)(link->qp, &attr, IBV_QP_SQ_PSN | IBV_QP_PATH_MTU, &init) == 0) {
+		link->info.psn = attr.sq_psn & 0xffffff;
+		if (attr.path_mtu)
+			link->info.mtu = (uint8_t)attr.path_mtu;
+	}
+	ibv_req_notify_cq(link->cq, !link->dev->iwarp);
+	atomic_store(&link->state, LINK_UP);
+	smc_rdma.stats.links_up++;
+	pthread_cond_broadcast(&smc_rdma.changed);
+}
+
+static void link_reap_later(struct smc_rdma_link *link)
+{
+	uint64_t one = 1;
+
+	link->next = smc_rdma.reap;
+	smc_rdma.reap = link;
+	if (REAL(write)(smc_rdma.ctl_fd, &one, sizeof(one)) < 0)
+		smcr_log(SMCR_LOG_WARN, "rdma: cannot wake the poller to free a link");
+}
+
+void smc_rdma_link_put(struct smc_rdma_link *link)
+{
+	pthread_mutex_lock(&smc_rdma.lock);
+	if (--link->refs == 0)
+		link_reap_later(link);
+	pthread_mutex_unlock(&smc_rdma.lock);
+}
+
+/* The link is unusable: every endpoint is told, the table forgets it, the QP goes down. */
+void smc_rdma_link_fail(struct smc_rdma_link *link, const char *why)
+{
+	struct smc_rdma_link **pp;
+
+	pthread_mutex_lock(&smc_rdma.lock);
+	if (atomic_load(&link->state) == LINK_DEAD) {
+		pthread_mutex_unlock(&smc_rdma.lock);
+		return;
+	}
+	atomic_store(&link->state, LINK_DEAD);
+	for (pp = &smc_rdma.links; *pp; pp = &(*pp)->next)
+		if (*pp == link) {
+			*pp = link->next;
+			break;
+		}
+	smc_rdma.stats.links_failed++;
+	pthread_cond_broadcast(&smc_rdma.changed);
+	pthread_mutex_unlock(&smc_rdma.lock);
+	smcr_log(SMCR_LOG_INFO, "rdma: link qp %u down: %s", link->info.qpn, why);
+	pthread_mutex_lock(&link->lock);
+	for (struct smc_rdma_endpoint *ep = link->eps; ep; ep = ep->next)
+		smc_rdma_link_down(ep);
+	pthread_mutex_unlock(&link->lock);
+	IBV(rdma_disconnect)(link->id);
+	smc_rdma_link_put(link);	/* the table's */
+}
+
+bool smc_rdma_link_dead(const struct smc_rdma_link *link)
+{
+	return atomic_load(&link->state) == LINK_DEAD;
+}
+
+void smc_rdma_link_info(const struct smc_rdma_link *link, struct smc_rdma_link_info *info)
+{
+	*info = link->info;
+}
+
+int smc_rdma_link_bind(struct smc_rdma_link *link, struct smc_rdma_endpoint *ep)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&link->lock);
+	for (struct smc_rdma_endpoint *e = link->eps; e; e = e->next)
+		if (e->token == ep->token)
+			rc = -EEXIST;
+	if (!rc) {
+		ep->next = link->eps;
+		link->eps = ep;
+	}
+	pthread_mutex_unlock(&link->lock);
+	if (!rc) {
+		pthread_mutex_lock(&smc_rdma.lock);
+		smc_rdma.stats.endpoints++;
+		pthread_mutex_unlock(&smc_rdma.lock);
+	}
+	return rc;
+}
+
+void smc_rdma_link_unbind(struct smc_rdma_link *link, struct smc_rdma_endpoint *ep)
+{
+	pthread_mutex_lock(&link->lock);
+	for (struct smc_rdma_endpoint **pp = &link->eps; *pp; pp = &(*pp)->next)
+		if (*pp == ep) {
+			*pp = ep->next;
+			break;
+		}
+	pthread_mutex_unlock(&link->lock);
+	pthread_mutex_lock(&smc_rdma.lock);
+	smc_rdma.stats.endpoints--;
+	pthread_mutex_unlock(&smc_rdma.lock);
+}
+
+/* A received CDC, to the endpoint whose token it carries. */
+static void deliver(struct smc_rdma_link *link, const uint8_t *msg, uint32_t len)
+{
+	struct smc_cdc cdc;
+	struct smc_rdma_endpoint *ep;
+
+	if (smc_cdc_decode(msg, len, &cdc)) {
+		smc_rdma_link_fail(link, "malformed CDC");
+		return;
+	}
+	pthread_mutex_lock(&link->lock);
+	for (ep = link->eps; ep && ep->token != cdc.token; ep = ep->next)
+		;
+	if (ep)
+		smc_rdma_deliver(ep, msg);
+	else
+		atomic_fetch_add(&smc_rdma.unknown_token, 1);
+	pthread_mutex_unlock(&link->lock);
+}
+
+/* Under cq_lock: takes every completion there is. */
+static void link_poll_locked(struct smc_rdma_link *link)
+{
+	struct ibv_wc wc[16];
+	int n;
+
+	while ((n = ibv_poll_cq(link->cq, 16, wc)) > 0) {
+		for (int i = 0; i < n; i++) {
+			smcr_log(SMCR_LOG_DEBUG, "rdma: qp %u: completion opcode %d status %d len %u",
+				 link->info.qpn, wc[i].opcode, wc[i].status, wc[i].byte_len);
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				smc_rdma_link_fail(link, IBV(ibv_wc_status_str)(wc[i].status));
+				continue;
+			}
+			if (wc[i].opcode == IBV_WC_RECV) {
+				uint32_t slot = (uint32_t)wc[i].wr_id;
+
+				deliver(link, link->recv_buf + (size_t)slot * RECV_BUF_LEN,
+					wc[i].byte_len);
+				if (!smc_rdma_link_dead(link) && post_recv(link, slot))
+					smc_rdma_link_fail(link, "cannot repost a receive");
+			} else {
+				atomic_store(&link->completed, wc[i].wr_id);
+			}
+		}
+	}
+	if (n < 0)
+		smc_rdma_link_fail(link, "polling the CQ failed");
+}
+
+void smc_rdma_link_poll(struct smc_rdma_link *link)
+{
+	if (pthread_mutex_trylock(&link->cq_lock) == 0) {
+		link_poll_locked(link);
+		pthread_mutex_unlock(&link->cq_lock);
+	}
+}
+
+void smc_rdma_link_arm_any(struct smc_rdma_link *link)
+{
+	ibv_req_notify_cq(link->cq, 0);
+}
+
+/* Posts wr, signalled if signal or if it is the signal_every-th. */
+static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr, bool signal)
+{
+	struct ibv_send_wr *bad;
+	bool waited = false;
+	int rc;
+
+	pthread_mutex_lock(&link->lock);
+	while (!smc_rdma_link_dead(link) &&
+	       link->posted - atomic_load(&link->completed) >= link->send_slots) {
+		pthread_mutex_unlock(&link->lock);
+		if (!waited)
+			atomic_fetch_add(&smc_rdma.slots_exhausted, 1);
+		waited = true;
+		smc_rdma_link_poll(link);
+		sched_yield();
+		pthread_mutex_lock(&link->lock);
+	}
+	if (smc_rdma_link_dead(link)) {
+		pthread_mutex_unlock(&link->lock);
+		return -ECONNRESET;
+	}
+	if (++link->posted % link->signal_every == 0 || signal) {
+		wr->send_flags |= IBV_SEND_SIGNALED;
+		wr->wr_id = link->posted;
+	}
+	rc = ibv_post_send(link->qp, wr, &bad);
+	smcr_log(SMCR_LOG_DEBUG, "rdma: qp %u: post opcode %d len %u flags %#x: %d", link->info.qpn,
+		 wr->opcode, wr->num_sge ? wr->sg_list->length : 0, wr->send_flags, rc);
+	if (rc)
+		link->posted--;
+	pthread_mutex_unlock(&link->lock);
+	if (rc) {
+		smc_rdma_link_fail(link, "ibv_post_send failed");
+		return -ECONNRESET;
+	}
+	return 0;
+}
+
+int smc_rdma_post_write(struct smc_rdma_link *link, const void *src, uint32_t len, uint32_t lkey,
+			uint64_t remote_addr, uint32_t rkey)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)src, .length = len, .lkey = lkey };
+	struct ibv_send_wr wr = {
+		.sg_list = &sge,
+		.num_sge = len ? 1 : 0,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = len <= link->info.inline_max ? IBV_SEND_INLINE : 0,
+		.wr.rdma = { .remote_addr = remote_addr, .rkey = rkey },
+	};
+
+	return post(link, &wr, link->dev->iwarp && len >= 4096);
+}
+
+int smc_rdma_post_cdc(struct smc_rdma_link *link, const uint8_t msg[SMC_CDC_MSG_LEN],
+		      bool solicited)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)msg, .length = SMC_CDC_MSG_LEN };
+	struct ibv_send_wr wr = {
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_INLINE | (solicited ? IBV_SEND_SOLICITED : 0),
+	};
+
+	return post(link, &wr, false);
+}
+
+void smc_rdma_dev_fail_links(struct rdma_dev *dev, const char *why)
+{
+	struct smc_rdma_link *link;
+
+	do {
+		pthread_mutex_lock(&smc_rdma.lock);
+		for (link = smc_rdma.links; link && link->dev != dev; link = link->next)
+			;
+		pthread_mutex_unlock(&smc_rdma.lock);
+		if (link)
+			smc_rdma_link_fail(link, why);
+	} while (link);
+}
+
+void smc_rdma_on_async_events(struct rdma_dev *dev)
+{
+	struct ibv_async_event e;
+
+	while (IBV(ibv_get_async_event)(dev->verbs, &e) == 0) {
+		switch (e.event_type) {
+		case IBV_EVENT_QP_FATAL:
+		case IBV_EVENT_QP_REQ_ERR:
+		case IBV_EVENT_QP_ACCESS_ERR:
+			smc_rdma_link_fail(e.element.qp->qp_context, "QP error");
+			break;
+		case IBV_EVENT_CQ_ERR:
+			smc_rdma_link_fail(e.element.cq->cq_context, "CQ error");
+			break;
+		case IBV_EVENT_DEVICE_FATAL:
+			smc_rdma_dev_fail_links(dev, "device fatal error");
+			break;
+		default:
+			break;
+		}
+		IBV(ibv_ack_async_event)(&e);
+	}
+}
+
+void smc_rdma_on_cq_events(struct rdma_dev *dev)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	while (IBV(ibv_get_cq_event)(dev->chan, &cq, &ctx) == 0) {
+		struct smc_rdma_link *link = ctx;
+
+		IBV(ibv_ack_cq_events)(cq, 1);
+		/* armed again before the poll: a completion after it raises a new event */
+		ibv_req_notify_cq(cq, !dev->iwarp);
+		pthread_mutex_lock(&link->cq_lock);
+		link_poll_locked(link);
+		pthread_mutex_unlock(&link->cq_lock);
+	}
+}
+
+void smc_rdma_on_reap(void)
+{
+	struct smc_rdma_link *list, *next;
+	uint64_t count;
+
+	if (REAL(read)(smc_rdma.ctl_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+		smcr_log(SMCR_LOG_WARN, "rdma: reading the poller's eventfd failed");
+	pthread_mutex_lock(&smc_rdma.lock);
+	list = smc_rdma.reap;
+	smc_rdma.reap = NULL;
+	pthread_mutex_unlock(&smc_rdma.lock);
+	for (; list; list = next) {
+		next = list->next;
+		smc_rdma_link_free(list, true);
+		pthread_mutex_lock(&smc_rdma.lock);
+		smc_rdma.stats.links--;
+		pthread_mutex_unlock(&smc_rdma.lock);
+	}
+}
+

@@ -1,0 +1,154 @@
+/*
+ * smc_rdma_link.h - RDMA devices, listeners, links and their thread: what
+ * the RDMA transport (smc_rdma.c) runs its connections on.
+ *
+ * A link is one RC queue pair between two processes, connected through
+ * librdmacm (so RoCE, InfiniBand and iWARP alike), that carries the RDMA
+ * WRITEs and CDC SENDs of every connection between them; CDCs are handed
+ * to the connection whose token they carry.  Each process listens on an
+ * rdma_cm id bound to the local address of its connections, on a port the
+ * kernel picks: that port is the process's "instance" (PROTOCOL.md,
+ * section 9), and a link is found again by the peer's address and
+ * instance.  One thread per process (the poller) accepts links, takes
+ * their completions and notices their failures.
+ *
+ * Implemented by smc_rdma_dev.c (devices, buffer pools, the poller),
+ * smc_rdma_cm.c (listeners, finding and establishing links) and
+ * smc_rdma_link.c (a link's queue pair and data path).
+ */
+#ifndef SMCR_SMC_RDMA_LINK_H
+#define SMCR_SMC_RDMA_LINK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "smc_cdc.h"
+#include "smc_clc.h"
+
+struct ibv_mr;
+struct smc_rdma_link;
+struct rdma_dev;
+
+/* A connection as a link knows it: found by token, told of CDCs and failure. */
+struct smc_rdma_endpoint {
+	uint32_t token;				/* ours, in every CDC the peer sends us */
+	struct smc_rdma_endpoint *next;		/* on the link, under its lock */
+};
+
+/* Implemented by smc_rdma.c, called by the link (under its lock, any thread). */
+void smc_rdma_deliver(struct smc_rdma_endpoint *ep, const uint8_t msg[SMC_CDC_MSG_LEN]);
+void smc_rdma_link_down(struct smc_rdma_endpoint *ep);
+
+/* A registered buffer: an RMB (the peer writes it) or a staging buffer (we write from it). */
+struct smc_rdma_buf {
+	uint8_t *mem;
+	uint32_t size;
+	uint32_t lkey, rkey;
+	struct ibv_mr *mr;			/* pooled buffers stay registered */
+	struct rdma_dev *dev;
+	bool remote;				/* an RMB: the peer may write it */
+	uint8_t size_class;
+	struct smc_rdma_buf *next;		/* in the free pool */
+};
+
+/* What a process says about itself for one local address (CLC local block). */
+struct smc_rdma_local {
+	struct rdma_dev *dev;
+	struct smc_clc_local lcl;		/* peer_id: instance (listener port), MAC */
+	uint16_t instance;
+};
+
+/* Figures for statistics and tests. */
+struct smc_rdma_stats {
+	unsigned int links;			/* up or going down, not yet freed */
+	unsigned int endpoints;			/* connections bound to a link */
+	unsigned int bufs_in_use;		/* RMBs and staging buffers handed out */
+	uint64_t bytes_registered;		/* pooled and in use */
+	uint64_t links_up, links_failed;
+	uint64_t cdc_slots_exhausted;		/* a post waited for a send-queue slot */
+	uint64_t cdc_unknown_token;		/* CDCs for no connection, dropped */
+};
+
+/*
+ * Send and receive queue depths of links set up from now on (0: keep).
+ * Defaults 256 and 256: Linux raised its CDC slots from 16 to 256 because
+ * a burst of small sends exhausted them.
+ */
+void smc_rdma_set_slots(unsigned int send_slots, unsigned int recv_slots);
+
+/*
+ * Loads the libraries, starts the thread, and listens on local (a local
+ * address of a TCP connection): -ENODEV when there are no RDMA libraries or
+ * no RDMA device for that address.
+ */
+int smc_rdma_listen(const struct sockaddr *local, struct smc_rdma_local *out);
+
+/*
+ * Registered buffers of 16 KiB << size_class on dev, from its pools
+ * (registered once, reused after put): an RMB, which the peer may write,
+ * or a staging buffer, which it may not.  NULL: out of memory.
+ */
+struct smc_rdma_buf *smc_rdma_rmb_get(struct rdma_dev *dev, unsigned int size_class);
+struct smc_rdma_buf *smc_rdma_staging_get(struct rdma_dev *dev, unsigned int size_class);
+void smc_rdma_buf_put(struct smc_rdma_buf *buf);
+
+/*
+ * The link to the process at peer (its instance in peer_lcl->peer_id),
+ * from local: one that is up, or a new one connected now (*fresh), which
+ * blocks up to timeout_ms.  The caller holds a reference.
+ */
+int smc_rdma_link_get(const struct sockaddr *local, const struct sockaddr *peer,
+		      const struct smc_clc_local *peer_lcl, int timeout_ms,
+		      struct smc_rdma_link **link, bool *fresh);
+
+/*
+ * The link from the process at peer whose queue pair is peer_qpn (the
+ * Accept named it), waiting up to timeout_ms for it to come up.
+ */
+int smc_rdma_link_find(const struct sockaddr *peer, uint32_t peer_qpn, int timeout_ms,
+		       struct smc_rdma_link **link);
+
+void smc_rdma_link_put(struct smc_rdma_link *link);
+
+/* Adds or removes a connection: -EEXIST if its token is taken on the link. */
+int smc_rdma_link_bind(struct smc_rdma_link *link, struct smc_rdma_endpoint *ep);
+void smc_rdma_link_unbind(struct smc_rdma_link *link, struct smc_rdma_endpoint *ep);
+
+/* What our Accept/Confirm says of the link: our QP, its first PSN, the path MTU. */
+struct smc_rdma_link_info {
+	uint32_t qpn, peer_qpn, psn, inline_max;
+	uint8_t mtu;				/* enum ibv_mtu */
+	struct rdma_dev *dev;
+};
+void smc_rdma_link_info(const struct smc_rdma_link *link, struct smc_rdma_link_info *info);
+
+/* The link failed or was torn down: every endpoint has been told. */
+bool smc_rdma_link_dead(const struct smc_rdma_link *link);
+
+/*
+ * Posts an RDMA WRITE of len bytes (from a registered buffer lkey, or
+ * inline from src when len <= inline_max) to remote_addr/rkey, or, with
+ * rkey 0, a SEND of the CDC msg (solicited: the peer's thread is woken
+ * for it).  Waits for a send-queue slot if none is free.  0 or
+ * -ECONNRESET once the link has failed.
+ */
+int smc_rdma_post_write(struct smc_rdma_link *link, const void *src, uint32_t len, uint32_t lkey,
+			uint64_t remote_addr, uint32_t rkey);
+int smc_rdma_post_cdc(struct smc_rdma_link *link, const uint8_t msg[SMC_CDC_MSG_LEN],
+		      bool solicited);
+
+/* Takes the link's completions now, unless another thread is at it (CDCs are delivered). */
+void smc_rdma_link_poll(struct smc_rdma_link *link);
+
+/*
+ * Before a thread sleeps: the next completion of any kind, not only a
+ * solicited one, wakes the poller (an unsolicited CDC that arrives after
+ * the sleeper's last poll may be what it waits for).  Poll after it.
+ */
+void smc_rdma_link_arm_any(struct smc_rdma_link *link);
+
+void smc_rdma_get_stats(struct smc_rdma_stats *out);
+
+#endif

@@ -1,0 +1,111 @@
+/*
+ * smc_rdma_priv.h - inside the RDMA transport: the objects that
+ * smc_rdma_dev.c (devices, buffers, the poller thread), smc_rdma_cm.c
+ * (listeners, finding and establishing links) and smc_rdma_link.c (a
+ * link's queue pair and data path) share.  Nothing outside these three
+ * files includes it.
+ */
+#ifndef SMCR_SMC_RDMA_PRIV_H
+#define SMCR_SMC_RDMA_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "smc_ibv.h"
+#include "smc_rdma_link.h"
+#include "smc_transport.h"
+
+/* What an rdma_cm id's context or an epoll entry points to starts with its kind. */
+enum kind { K_LISTENER, K_LINK, K_CM, K_CTL, K_ASYNC, K_CQ };
+
+struct poll_src {
+	enum kind kind;
+	struct rdma_dev *dev;
+};
+
+struct rdma_dev {
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *chan;
+	struct poll_src async_src, cq_src;
+	struct smc_rdma_buf *pool[2][SMC_RMB_MAX_CLASS_R + 1];	/* [remote writable] */
+	/*
+	 * An iWARP device, where two things are done differently because of
+	 * siw (Linux 6.1), measured in rdma_peer:
+	 *  - the poller's CQs wake it for every completion, not only solicited
+	 *    ones: siw never raises a solicited event for a receive
+	 *    (siw_rqe_complete asks siw_cq_notify_now with SIW_WQE_SIGNALLED);
+	 *  - a WRITE of a page or more is signalled: siw sends an unsignalled
+	 *    one straight from our pages (its zero-copy path), and a stream of
+	 *    64 KiB WRITEs stalled that way.
+	 */
+	bool iwarp;
+	struct rdma_dev *next;
+};
+
+struct listener {
+	enum kind kind;
+	struct sockaddr_storage addr;
+	struct rdma_cm_id *id;
+	struct smc_rdma_local local;
+	struct listener *next;
+};
+
+enum link_state { LINK_CONNECTING, LINK_UP, LINK_DEAD };
+
+struct smc_rdma_link {
+	enum kind kind;
+	struct rdma_dev *dev;
+	struct rdma_cm_id *id;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct sockaddr_storage peer;		/* its address (port 0) */
+	uint16_t peer_instance;
+	struct smc_rdma_link_info info;
+	_Atomic int state;			/* enum link_state; set under smc_rdma.lock */
+	unsigned int refs;			/* under smc_rdma.lock: the table's, each endpoint's */
+	pthread_mutex_t lock;			/* eps, the send queue */
+	struct smc_rdma_endpoint *eps;
+	uint64_t posted;
+	_Atomic uint64_t completed;		/* posted count of the last signalled WR done */
+	unsigned int send_slots, signal_every, recv_slots;
+	pthread_mutex_t cq_lock;		/* one poller of the CQ at a time */
+	uint8_t *recv_buf;
+	struct ibv_mr *recv_mr;
+	struct smc_rdma_link *next;		/* in smc_rdma.links, then smc_rdma.reap */
+};
+/* The transport's state in this process. */
+struct smc_rdma_state {
+	pthread_mutex_t lock;			/* all below but the atomics */
+	pthread_cond_t changed;			/* a link came up or died */
+	struct rdma_event_channel *cm;		/* the poller's */
+	int epfd, ctl_fd;
+	struct rdma_dev *devs;
+	struct listener *listeners;
+	struct smc_rdma_link *links;		/* connecting or up */
+	struct smc_rdma_link *reap;		/* dead and unreferenced */
+	unsigned int send_slots, recv_slots;
+	struct smc_rdma_stats stats;
+	_Atomic uint64_t slots_exhausted, unknown_token;
+};
+
+extern struct smc_rdma_state smc_rdma;
+
+/* smc_rdma_dev.c */
+int smc_rdma_start(void);			/* loads, starts the poller once: 0 or -ENODEV */
+struct rdma_dev *smc_rdma_dev_get(struct ibv_context *verbs);	/* under smc_rdma.lock */
+
+/* smc_rdma_link.c */
+int smc_rdma_link_new(struct rdma_cm_id *id, struct smc_rdma_link **out);
+void smc_rdma_link_free(struct smc_rdma_link *link, bool destroy_id);
+void smc_rdma_link_up(struct smc_rdma_link *link);		/* under smc_rdma.lock */
+void smc_rdma_link_fail(struct smc_rdma_link *link, const char *why);
+void smc_rdma_dev_fail_links(struct rdma_dev *dev, const char *why);
+void smc_rdma_on_async_events(struct rdma_dev *dev);	/* the poller's */
+void smc_rdma_on_cq_events(struct rdma_dev *dev);
+void smc_rdma_on_reap(void);
+
+/* smc_rdma_cm.c */
+void smc_rdma_on_cm_events(void);			/* the poller's */
+
+#endif

@@ -1,0 +1,70 @@
+/*
+ * smc_wake.h - the waking primitives both transports (smc_shm.c,
+ * smc_rdma.c) build their wait() and wake() from: a "wake me" word that a
+ * waker claims before it pays for a wake-up, an eventfd signalled for poll
+ * and epoll, a futex, and the TCP socket under the connection, which a
+ * sleeper asks every SMC_LIVENESS_MS whether the peer is still there.
+ */
+#ifndef SMCR_SMC_WAKE_H
+#define SMCR_SMC_WAKE_H
+
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "real.h"
+#include "smc_transport.h"
+
+/* A sleep's slice: a dead peer is noticed within it. */
+#define SMC_LIVENESS_MS 1000
+
+/* Whether we are the one to wake the sleeper that set word (only one waker pays). */
+static inline bool smc_wake_claim(_Atomic uint32_t *word)
+{
+	return atomic_load_explicit(word, memory_order_relaxed) &&
+	       atomic_exchange_explicit(word, 0, memory_order_acq_rel);
+}
+
+/* Makes the eventfd fd readable; a full counter (never in practice) is as readable as any. */
+static inline void smc_wake_signal_fd(int fd)
+{
+	uint64_t one = 1;
+	int saved_errno = errno;
+
+	if (REAL(write)(fd, &one, sizeof(one)) < 0)
+		errno = saved_errno;
+}
+
+static inline long smc_futex(_Atomic uint32_t *word, int op, uint32_t val,
+			     const struct timespec *timeout)
+{
+	return syscall(SYS_futex, word, op, val, timeout, NULL, 0);
+}
+
+/* The first slice of a wait of timeout_ms (< 0: for ever), into *ts; its length. */
+static inline int smc_wait_slice(int timeout_ms, struct timespec *ts)
+{
+	int slice = timeout_ms < 0 || timeout_ms > SMC_LIVENESS_MS ? SMC_LIVENESS_MS : timeout_ms;
+
+	*ts = (struct timespec){ .tv_sec = slice / 1000, .tv_nsec = slice % 1000 * 1000000L };
+	return slice;
+}
+
+/* The TCP connection under conn ended: its peer is gone, or going. */
+static inline bool smc_tcp_ended(const struct smc_conn *conn)
+{
+	struct pollfd p = { .fd = conn->sock, .events = POLLRDHUP };
+	int saved_errno = errno;
+	bool ended = conn->sock >= 0 && REAL(poll)(&p, 1, 0) == 1 &&
+		     (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+
+	errno = saved_errno;
+	return ended;
+}
+
+#endif
