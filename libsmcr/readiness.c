@@ -10,7 +10,7 @@
  *   WATCH  the TCP socket, edge-triggered IN|OUT|RDHUP: a connect()
  *          completes or a CLC message arrives; we act, the app sees nothing
  *   SMC    the TCP socket, edge-triggered RDHUP (its end means the peer is
- *          gone), and the connection's wake descriptor, level-triggered IN
+ *          gone), and the connection's wake descriptor, edge-triggered IN
  *   RESET  the TCP socket, edge-triggered: the CLC exchange failed
  * and a member whose connection stays on TCP is handed back: the kernel
  * gets the application's registration and we forget it (PLAIN).  Every
@@ -69,6 +69,8 @@ struct member {
 	enum regime regime;     /* what the kernel holds for it */
 	int wake_fd;            /* registered in the SMC regime, or -1 */
 	bool disabled;          /* EPOLLONESHOT: reported, not re-armed yet */
+	bool dormant;           /* EPOLL_CTL_DEL'd: ours stay in the kernel for the next ADD,
+				   disabled meanwhile */
 	bool edge_seen;         /* EPOLLET: edge holds the events() last looked at */
 	uint32_t edge;
 	bool signalled;         /* the wake descriptor was seen readable */
@@ -234,7 +236,13 @@ static bool apply(struct smcr_epoll *ep, struct member *m, enum regime to)
 		return false;
 	if (to == REG_SMC && m->wake_fd < 0) {
 		int wake = smcr_sock_wake_fd(smcr_fd_sock(m->fd));
-		struct epoll_event wev = { .events = EPOLLIN | (m->events & EPOLLEXCLUSIVE),
+		/*
+		 * Edge-triggered: the eventfd stays readable until the next arm
+		 * reads it, and level-triggered the kernel would hand it back at
+		 * every epoll_wait meanwhile, for nothing (each write is an edge).
+		 */
+		struct epoll_event wev = { .events = EPOLLIN | EPOLLET |
+						     (m->events & EPOLLEXCLUSIVE),
 					   .data.u64 = tag(m->fd, TAG_WAKE) };
 
 		if (REAL(epoll_ctl)(ep->fd, EPOLL_CTL_ADD, wake, &wev) == 0)
@@ -249,11 +257,29 @@ static bool apply(struct smcr_epoll *ep, struct member *m, enum regime to)
 }
 
 /* Brings the kernel's registration of m up to date; false if m is gone (PLAIN). */
+/* Takes ours out of the kernel and forgets m; the kernel's word on the socket's. */
+static int unregister(struct smcr_epoll *ep, struct member *m)
+{
+	int rc;
+
+	/* the wake descriptor's registration would outlive the socket's */
+	if (m->wake_fd >= 0)
+		REAL(epoll_ctl)(ep->fd, EPOLL_CTL_DEL, m->wake_fd, NULL);
+	rc = REAL(epoll_ctl)(ep->fd, EPOLL_CTL_DEL, m->fd, NULL);
+	drop(ep, m);
+	return rc;
+}
+
 static bool sync_member(struct smcr_epoll *ep, struct member *m)
 {
 	enum regime to = regime_of(m->fd);
 	int saved_errno = errno;
 
+	if (m->dormant && to != m->regime) {
+		unregister(ep, m);      /* the application has no registration to hand back */
+		errno = saved_errno;
+		return false;
+	}
 	if (to != m->regime)
 		apply(ep, m, to);
 	errno = saved_errno;
@@ -294,13 +320,8 @@ void smcr_readiness_forget(int fd)
 	for (struct smcr_epoll *ep = instances; ep; ep = ep->next) {
 		pthread_mutex_lock(&ep->lock);
 		struct member *m = find(ep, fd);
-		if (m) {
-			/* the wake descriptor's registration would outlive the socket's */
-			if (m->wake_fd >= 0)
-				REAL(epoll_ctl)(ep->fd, EPOLL_CTL_DEL, m->wake_fd, NULL);
-			REAL(epoll_ctl)(ep->fd, EPOLL_CTL_DEL, fd, NULL);
-			drop(ep, m);
-		}
+		if (m)
+			unregister(ep, m);
 		pthread_mutex_unlock(&ep->lock);
 	}
 	pthread_mutex_unlock(&instances_lock);
@@ -324,9 +345,16 @@ int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 		pthread_mutex_unlock(&ep->lock);
 		return REAL(epoll_ctl)(epfd, op, fd, event);
 	}
+	if (m && m->dormant && op != EPOLL_CTL_ADD) {
+		errno = ENOENT;         /* as the kernel: the application deleted it */
+		op = -1;
+	}
 	switch (op) {
+	case -1:
+		rc = -1;
+		break;
 	case EPOLL_CTL_ADD:
-		if (m) {
+		if (m && !m->dormant) {
 			errno = EEXIST;
 			rc = -1;
 			break;
@@ -334,6 +362,12 @@ int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 		if (!event) {
 			errno = EFAULT;
 			rc = -1;
+			break;
+		}
+		if (m) {                /* back from a DEL: ours are still in place */
+			*m = (struct member){ .fd = fd, .events = event->events, .data = event->data,
+					      .regime = m->regime, .wake_fd = m->wake_fd,
+					      .signalled = m->signalled };
 			break;
 		}
 		m = calloc(1, sizeof(*m));
@@ -369,10 +403,17 @@ int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 		m->edge_seen = false;   /* as the kernel: tells what is ready now */
 		break;
 	case EPOLL_CTL_DEL:
-		if (m->wake_fd >= 0)
-			REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, m->wake_fd, NULL);
-		rc = REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, fd, NULL);
-		drop(ep, m);
+		/*
+		 * Event loops delete and add again all the time (redis's ae, at
+		 * every request): an SMC member keeps ours in the kernel, asleep.
+		 */
+		if (m->regime == REG_SMC) {
+			m->dormant = true;
+			m->disabled = true;     /* looked at by nobody, as EPOLLONESHOT's */
+			m->events = 0;
+			break;
+		}
+		rc = unregister(ep, m);
 		break;
 	default:
 		errno = EINVAL;
@@ -524,7 +565,7 @@ static bool arm(struct smcr_epoll *ep)
 		struct member *m = ep->members[i];
 		struct smcr_sock *sk = smcr_fd_sock(m->fd);
 
-		if (m->regime != REG_SMC || !sk)
+		if (m->regime != REG_SMC || !sk || m->dormant)
 			continue;
 		uint32_t since = smcr_sock_events(sk);
 		if (!m->disabled && (m->events & EPOLLET) && edge_moved(m, since))

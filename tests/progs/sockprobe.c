@@ -247,6 +247,18 @@ static void wait_calls(int c, int s)
 	CALL("epoll_ctl(MOD ET again)", epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev));
 	CALL("epoll_wait(ET after MOD)", epoll_wait(ep, out, 4, 0));
 	CALL("recv(2)", recv(s, (char[2]){ 0 }, 2, 0));
+
+	/* deleted, then added again (event loops do it at every request) */
+	ev.events = EPOLLIN;
+	CALL("write(1)", write(c, "z", 1));
+	CALL("epoll_ctl(DEL)", epoll_ctl(ep, EPOLL_CTL_DEL, s, NULL));
+	CALL("epoll_wait(after DEL)", epoll_wait(ep, out, 4, 0));
+	CALL("epoll_ctl(MOD after DEL)", epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev));
+	CALL("epoll_ctl(DEL again)", epoll_ctl(ep, EPOLL_CTL_DEL, s, NULL));
+	CALL("epoll_ctl(ADD back)", epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
+	CALL("epoll_wait(after ADD back)", epoll_wait(ep, out, 4, 1000));
+	printf("data=%llx events=%x\n", (unsigned long long)out[0].data.u64, out[0].events);
+	CALL("read(1)", read(s, &b, 1));
 	CALL("close(ep)", close(ep));
 
 	/* select leaves in the timeout what is left of it */
