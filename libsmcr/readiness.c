@@ -155,7 +155,7 @@ void smcr_epoll_put(struct smcr_epoll *ep)
 	if (ep->prev)
 		ep->prev->next = ep->next;
 	else
-		instances = ep->next;
+		__atomic_store_n(&instances, ep->next, __ATOMIC_RELEASE);
 	if (ep->next)
 		ep->next->prev = ep->prev;
 	pthread_mutex_unlock(&instances_lock);
@@ -188,7 +188,7 @@ static struct smcr_epoll *epoll_of(int epfd)
 	ep->next = instances;
 	if (instances)
 		instances->prev = ep;
-	instances = ep;
+	__atomic_store_n(&instances, ep, __ATOMIC_RELEASE);     /* read unlocked: forget */
 	pthread_mutex_unlock(&instances_lock);
 	return ep;
 }

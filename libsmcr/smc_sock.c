@@ -95,7 +95,7 @@ _Static_assert(sizeof(struct sock_shared) <= STATE_BYTES, "the state outgrew its
 struct smcr_sock {
 	_Atomic unsigned int refs;      /* descriptors of this process naming it */
 	struct sock_shared *sh;
-	bool attached;                  /* conn has the peer's buffer */
+	_Atomic bool attached;          /* conn has the peer's buffer (read unlocked) */
 	bool lost;                      /* the view cannot be had: the connection is gone here */
 	struct smc_conn conn;
 	struct smcr_sock *prev, *next;  /* every connection of the process */
@@ -542,8 +542,9 @@ enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wai
 	};
 	struct smc_setup *setup = &sk->sh->setup;
 
+	/* the descriptor it was known by may be closed (put): this one serves */
 	if (__builtin_expect(sk->conn.sock < 0, 0))
-		sk->conn.sock = fd;     /* the one it was known by was closed: see put */
+		sk->conn.sock = fd;
 	phase = smcr_sock_phase(sk);
 	if (phase >= SMCR_SOCK_SMC)
 		return phase;

@@ -224,7 +224,8 @@ struct smc_conn {
 	struct smc_conn_state *st;
 	const struct smc_transport_ops *ops;
 	void *priv;			/* the transport's, for this process */
-	int sock;			/* the TCP connection: its end is the peer's end */
+	_Atomic int sock;		/* the TCP connection: its end is the peer's end
+					   (any thread may change which descriptor) */
 	uint8_t *rmb;			/* our RMB, as mapped here */
 	/* Statistics: published to this process's record of it (conn_table.h), under lock. */
 	uint32_t record;		/* the record's id; 0: none */

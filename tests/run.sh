@@ -1,9 +1,9 @@
 #!/bin/bash
 # run.sh - install what is missing, build, and run every test.
 #
-# Three builds: Release (everything, integration tests with real programs),
-# ASan+UBSan (the unit tests and the stress-like integration tests under the
-# sanitizers) and clang with libFuzzer
+# Four builds: Release (everything, integration tests with real programs),
+# ASan+UBSan and TSan (the unit tests and the stress-like integration tests
+# under the sanitizers) and clang with libFuzzer
 # (the wire decoders fuzzed for 20 s each).  Then the Release build again in
 # qemu guests with soft RDMA devices (tests/vm/run.sh, a few minutes).
 set -euo pipefail
@@ -30,5 +30,12 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 # runtime (or have none), which ASan accepts when told not to check.
 ASAN_OPTIONS=verify_asan_link_order=0 ctest --test-dir build-asan --output-on-failure \
 	-R 'integration\.(transparency|fork|stress|handover)$'
+
+# And under ThreadSanitizer: the unit tests, and the integration tests whose
+# programs are ours (TSan must be in the program: python or socat cannot
+# load a TSan libsmcr).
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DSMCR_TSAN=ON > /dev/null
+cmake --build build-tsan -j"$jobs"
+ctest --test-dir build-tsan --output-on-failure -R '^unit\.|integration\.(transparency|fork|stress)$'
 
 tests/vm/run.sh build
