@@ -357,22 +357,10 @@ static int rdma_recv_cdc(struct smc_conn *conn, uint8_t msg[SMC_CDC_MSG_LEN])
 											  : -ECONNRESET;
 }
 
-static bool spin(struct smc_conn *conn, struct rdma_conn *rc, uint32_t since)
+/* A spin's turn: completions are fetched here, not by the poller thread. */
+static void poll_conn(struct smc_conn *conn)
 {
-	uint64_t budget = smcr_spin_budget(&rc->spin);
-
-	if (!budget)
-		return false;
-	for (uint64_t end = smc_clock_ns() + budget; rdma_events(conn) == since;) {
-		if (smc_clock_ns() >= end) {
-			smcr_spin_done(&rc->spin, false);
-			return false;
-		}
-		poll_link(rc);
-		smcr_cpu_relax();
-	}
-	smcr_spin_done(&rc->spin, true);
-	return true;
+	poll_link(priv(conn));
 }
 
 static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
@@ -381,7 +369,7 @@ static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 	struct timespec ts;
 	int slice = smc_wait_slice(timeout_ms, &ts);
 
-	if (spin(conn, rc, since) || rdma_events(conn) != since)
+	if (smc_spin(conn, &rc->spin, since, poll_conn) || rdma_events(conn) != since)
 		return 0;
 	if (timeout_ms == 0)
 		return -ETIMEDOUT;

@@ -309,24 +309,6 @@ static uint32_t shm_events(struct smc_conn *conn)
 	       atomic_load_explicit(&shm->wakes, memory_order_acquire);
 }
 
-/* Spins (while spinning pays: spin.h) until events move past since. */
-static bool spin(struct smc_conn *conn, struct shm *shm, uint32_t since)
-{
-	uint64_t budget = smcr_spin_budget(&shm->spin);
-
-	if (!budget)
-		return false;
-	for (uint64_t end = smc_clock_ns() + budget; shm_events(conn) == since;) {
-		if (smc_clock_ns() >= end) {
-			smcr_spin_done(&shm->spin, false);
-			return false;
-		}
-		smcr_cpu_relax();
-	}
-	smcr_spin_done(&shm->spin, true);
-	return true;
-}
-
 /* Reads wake_fd empty, if the peer or a local wake may have written it. */
 static void consume_wakeup(struct shm *shm, bool signalled)
 {
@@ -363,7 +345,7 @@ static int shm_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 	struct timespec ts;
 	int slice = smc_wait_slice(timeout_ms, &ts);
 
-	if (spin(conn, shm, since) || shm_events(conn) != since)
+	if (smc_spin(conn, &shm->spin, since, NULL) || shm_events(conn) != since)
 		return 0;
 	if (timeout_ms == 0)
 		return -ETIMEDOUT;

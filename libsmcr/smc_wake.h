@@ -19,6 +19,7 @@
 
 #include "real.h"
 #include "smc_transport.h"
+#include "spin.h"
 
 /* A sleep's slice: a dead peer is noticed within it. */
 #define SMC_LIVENESS_MS 1000
@@ -53,6 +54,31 @@ static inline int smc_wait_slice(int timeout_ms, struct timespec *ts)
 
 	*ts = (struct timespec){ .tv_sec = slice / 1000, .tv_nsec = slice % 1000 * 1000000L };
 	return slice;
+}
+
+/*
+ * Spins (while spinning pays: spin.h, whose record is s) until conn's
+ * events() moves past since; poll, if any, runs at every turn (a transport
+ * that must fetch completions to see events move).  True if it moved.
+ */
+static inline bool smc_spin(struct smc_conn *conn, struct smcr_spin *s, uint32_t since,
+			    void (*poll)(struct smc_conn *conn))
+{
+	uint64_t budget = smcr_spin_budget(s);
+
+	if (!budget)
+		return false;
+	for (uint64_t end = smc_clock_ns() + budget; conn->ops->events(conn) == since;) {
+		if (smc_clock_ns() >= end) {
+			smcr_spin_done(s, false);
+			return false;
+		}
+		if (poll)
+			poll(conn);
+		smcr_cpu_relax();
+	}
+	smcr_spin_done(s, true);
+	return true;
 }
 
 /* The TCP connection under conn ended: its peer is gone, or going. */
