@@ -3,9 +3,10 @@
 # application: redis-server and redis-benchmark, both under libsmcr.so, with
 # smcrd negotiating SMC in their TCP handshakes.
 #
-# Today the two libsmcr instances learn from the handshake that both ends
-# speak SMC; the bytes themselves still travel over TCP (the shared-memory
-# and RDMA data paths come next).  Needs root: smcrd loads a BPF program.
+# The two libsmcr instances learn from the handshake that both ends speak
+# SMC, exchange CLC messages, and move redis's bytes through shared memory
+# (the "shm" figures of their summaries).  Needs root: smcrd loads a BPF
+# program.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -71,6 +72,7 @@ cat <<'TXT'
 What happened: smcrd put the RFC 7609 option (kind 254, "SMCR") on the SYNs of
 sockets that libsmcr marked, and echoed it only for them.  The plain
 redis-benchmark did not offer SMC, so its connections were recorded as
-fallbacks (PEERNOSMC); the preloaded one negotiated SMC on every connection.
-Every byte still went over TCP: the shared-memory and RDMA data paths come next.
+fallbacks (PEERNOSMC); the preloaded one negotiated SMC on every connection,
+and its requests and replies went through shared memory (the "shm" bytes),
+not through TCP.  Between hosts (RDMA) connections stay on TCP for now.
 TXT
