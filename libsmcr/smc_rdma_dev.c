@@ -9,10 +9,12 @@
  * and notice rdma_cm disconnects and fatal async events even while the
  * application sleeps in its own epoll_wait.  The thread sleeps in epoll
  * on the rdma_cm channel, each device's async fd and completion channel,
- * and an eventfd for links to free.  It costs one thread hop on a wake-up
- * that sleeps; a waiter that spins polls the CQ itself (smc_rdma_link_poll)
- * and takes no hop.  Only the thread frees links, so a completion event
- * never names a freed one.
+ * and an eventfd for links to free.  A waiter of smc_rdma.c takes no hop
+ * through it: it polls the CQ itself while it spins and, asleep, is woken
+ * by the completion channel itself (the thread, woken too, takes the
+ * event); a poll or epoll on a connection's wake_fd is woken by the thread.
+ * Only the thread takes events and frees links, so an event never names a
+ * freed one.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -159,7 +161,10 @@ static void *poller(void *unused)
 
 	(void)unused;
 	for (;;) {
-		int n = REAL(epoll_wait)(smc_rdma.epfd, ev, 16, -1);
+		uint64_t now = smc_clock_ns();
+		int timeout = !smc_rdma.rearm_at ? -1 : smc_rdma.rearm_at <= now ? 0 :
+			      (int)((smc_rdma.rearm_at - now + 999999) / 1000000);
+		int n = REAL(epoll_wait)(smc_rdma.epfd, ev, 16, timeout);
 
 		for (int i = 0; i < n; i++) {
 			struct poll_src *src = ev[i].data.ptr;
@@ -179,6 +184,8 @@ static void *poller(void *unused)
 				break;
 			}
 		}
+		if (smc_rdma.rearm_at && smc_clock_ns() >= smc_rdma.rearm_at)
+			smc_rdma_on_rearm();
 	}
 	return NULL;
 }

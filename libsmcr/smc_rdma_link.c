@@ -282,6 +282,15 @@ void smc_rdma_link_poll(struct smc_rdma_link *link)
 void smc_rdma_link_arm_any(struct smc_rdma_link *link)
 {
 	ibv_req_notify_cq(link->cq, 0);
+	/* not a trylock: a completion that came before the arm must be seen by this poll */
+	pthread_mutex_lock(&link->cq_lock);
+	link_poll_locked(link);
+	pthread_mutex_unlock(&link->cq_lock);
+}
+
+int smc_rdma_link_event_fd(const struct smc_rdma_link *link)
+{
+	return link->dev->chan->fd;
 }
 
 /* Posts wr, signalled if signal or if it is the signal_every-th. */
@@ -390,6 +399,14 @@ void smc_rdma_on_async_events(struct rdma_dev *dev)
 	}
 }
 
+/*
+ * A CQ event: the CQ is polled, but armed again only later
+ * (smc_rdma_on_rearm).  A thread that waits for a completion polls the CQ
+ * itself while it spins and arms it before it sleeps, so the poller's own
+ * arming only serves links nobody waits on (receives to repost, failures
+ * to notice); armed again at once, a solicited CDC would wake the poller
+ * at every message a spinning peer sends, taking a CPU from the spinners.
+ */
 void smc_rdma_on_cq_events(struct rdma_dev *dev)
 {
 	struct ibv_cq *cq;
@@ -399,12 +416,37 @@ void smc_rdma_on_cq_events(struct rdma_dev *dev)
 		struct smc_rdma_link *link = ctx;
 
 		IBV(ibv_ack_cq_events)(cq, 1);
-		/* armed again before the poll: a completion after it raises a new event */
-		ibv_req_notify_cq(cq, !dev->iwarp);
-		pthread_mutex_lock(&link->cq_lock);
-		link_poll_locked(link);
-		pthread_mutex_unlock(&link->cq_lock);
+		link->rearm_due = true;
+		if (!smc_rdma.rearm_at)
+			smc_rdma.rearm_at = smc_clock_ns() + SMC_RDMA_REARM_MS * 1000000ull;
+		/* a thread that holds cq_lock polls until the CQ is empty (and arms before it sleeps) */
+		smc_rdma_link_poll(link);
 	}
+}
+
+/* The poller, SMC_RDMA_REARM_MS after its last event: arms the CQs it took events from, then polls them. */
+void smc_rdma_on_rearm(void)
+{
+	struct smc_rdma_link *due[32];
+	unsigned int n = 0;
+
+	pthread_mutex_lock(&smc_rdma.lock);
+	smc_rdma.rearm_at = 0;
+	for (struct smc_rdma_link *link = smc_rdma.links; link; link = link->next) {
+		if (!link->rearm_due)
+			continue;
+		if (n == sizeof(due) / sizeof(due[0])) {
+			smc_rdma.rearm_at = smc_clock_ns();	/* the rest at the next turn */
+			break;
+		}
+		link->rearm_due = false;
+		ibv_req_notify_cq(link->cq, !link->dev->iwarp);
+		due[n++] = link;
+	}
+	pthread_mutex_unlock(&smc_rdma.lock);
+	/* a completion before the arm raised no event; only this thread frees links */
+	for (unsigned int i = 0; i < n; i++)
+		smc_rdma_link_poll(due[i]);
 }
 
 void smc_rdma_on_reap(void)

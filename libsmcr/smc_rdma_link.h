@@ -144,10 +144,19 @@ void smc_rdma_link_poll(struct smc_rdma_link *link);
 
 /*
  * Before a thread sleeps: the next completion of any kind, not only a
- * solicited one, wakes the poller (an unsolicited CDC that arrives after
- * the sleeper's last poll may be what it waits for).  Poll after it.
+ * solicited one, raises an event (an unsolicited CDC that arrives after
+ * the sleeper's last poll may be what it waits for); then takes the
+ * completions that came before, waiting for a poll in progress to end.
  */
 void smc_rdma_link_arm_any(struct smc_rdma_link *link);
+
+/*
+ * The descriptor that is readable while a completion event of the link's
+ * device is pending (its completion channel, shared by the device's links):
+ * a thread that armed the CQ (smc_rdma_link_arm_any) and polled it may
+ * sleep on it.  The poller takes the events.
+ */
+int smc_rdma_link_event_fd(const struct smc_rdma_link *link);
 
 void smc_rdma_get_stats(struct smc_rdma_stats *out);
 

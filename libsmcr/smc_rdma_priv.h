@@ -70,6 +70,7 @@ struct smc_rdma_link {
 	_Atomic uint64_t completed;		/* posted count of the last signalled WR done */
 	unsigned int send_slots, signal_every, recv_slots;
 	pthread_mutex_t cq_lock;		/* one poller of the CQ at a time */
+	bool rearm_due;				/* the poller's: took an event, not armed since */
 	uint8_t *recv_buf;
 	struct ibv_mr *recv_mr;
 	struct smc_rdma_link *next;		/* in smc_rdma.links, then smc_rdma.reap */
@@ -85,11 +86,15 @@ struct smc_rdma_state {
 	struct smc_rdma_link *links;		/* connecting or up */
 	struct smc_rdma_link *reap;		/* dead and unreferenced */
 	unsigned int send_slots, recv_slots;
+	uint64_t rearm_at;			/* the poller's: when to arm the rearm_due links (0: none) */
 	struct smc_rdma_stats stats;
 	_Atomic uint64_t slots_exhausted, unknown_token;
 };
 
 extern struct smc_rdma_state smc_rdma;
+
+/* How long after taking a CQ's event the poller arms it again (smc_rdma_on_cq_events). */
+#define SMC_RDMA_REARM_MS 10
 
 /* smc_rdma_dev.c */
 int smc_rdma_start(void);			/* loads, starts the poller once: 0 or -ENODEV */
@@ -103,6 +108,7 @@ void smc_rdma_link_fail(struct smc_rdma_link *link, const char *why);
 void smc_rdma_dev_fail_links(struct rdma_dev *dev, const char *why);
 void smc_rdma_on_async_events(struct rdma_dev *dev);	/* the poller's */
 void smc_rdma_on_cq_events(struct rdma_dev *dev);
+void smc_rdma_on_rearm(void);
 void smc_rdma_on_reap(void);
 
 /* smc_rdma_cm.c */

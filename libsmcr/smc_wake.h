@@ -57,14 +57,15 @@ static inline int smc_wait_slice(int timeout_ms, struct timespec *ts)
 }
 
 /*
- * Spins (while spinning pays: spin.h, whose record is s) until conn's
- * events() moves past since; poll, if any, runs at every turn (a transport
- * that must fetch completions to see events move).  True if it moved.
+ * Spins up to ns (while spinning pays: spin.h, whose record is s) until
+ * conn's events() moves past since; poll, if any, runs at every turn (a
+ * transport that must fetch completions to see events move).  True if it
+ * moved.
  */
 static inline bool smc_spin(struct smc_conn *conn, struct smcr_spin *s, uint32_t since,
-			    void (*poll)(struct smc_conn *conn))
+			    uint64_t ns, void (*poll)(struct smc_conn *conn))
 {
-	uint64_t budget = smcr_spin_budget(s);
+	uint64_t budget = smcr_spin_budget(s) ? ns : 0;
 
 	if (!budget)
 		return false;

@@ -5,8 +5,9 @@
  *   rdma_peer [ADDR [PINGPONGS [STREAM_MIB]]]
  *
  * Environment: RDMA_PEER_FIGURE_CLASS (RMB size class of the figures,
- * default 2: 64 KiB), RDMA_PEER_SEND_SLOTS (send-queue depth of links),
- * SMCR_LOG=debug (every post, completion and rdma_cm event).
+ * default 4: 256 KiB, as smc_sock.c's connections), RDMA_PEER_SEND_SLOTS
+ * (send-queue depth of links), SMCR_LOG=debug (every post, completion and
+ * rdma_cm event).
  *
  * ADDR is a local IPv4 address that an RDMA device serves (rxe or siw on a
  * veth, not lo: rdma_cm does not resolve loopback); default: the first
@@ -63,7 +64,7 @@
 #define CHUNK (64 * 1024)
 
 static int failures;
-static unsigned int figure_class = 2;	/* RMB of the figures: 64 KiB, Linux's default */
+static unsigned int figure_class = 4;	/* RMB of the figures: 256 KiB, as libsmcr's connections */
 static const char *role = "client";
 
 static void __attribute__((format(printf, 2, 3))) check(bool ok, const char *fmt, ...)

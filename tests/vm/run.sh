@@ -15,7 +15,8 @@
 #          exchange under the preload with smcrd in both, byte-exact and
 #          counted as a fallback to TCP (guest-twohost.sh says which reasons).
 # Each guest's logs stay in BUILD_DIR/vm/NAME/; the perftest figures go to
-# BUILD_DIR/vm-perftest.txt (the baselines for the RDMA transport).  Prints
+# BUILD_DIR/vm-perftest.txt (the baselines for the RDMA transport), with
+# rdma_peer's figures of the RDMA transport and their ratios to perftest.  Prints
 # every guest's results; exits 1 if any check, guest or figure is missing
 # or failed.  Each guest is killed after VM_TIMEOUT (600) s.
 set -euo pipefail
@@ -108,6 +109,28 @@ for want in "rxe ib_write_bw 65536" "rxe ib_write_bw 64" "rxe ib_write_lat 65536
 	else
 		echo "FAIL no figure for $want" >> "$vm/figures"
 	fi
+done
+
+# The RDMA transport's figures (rdma_peer's "figure:" lines) against the
+# same guest's perftest, as ratios: stream against ib_write_bw 64 KiB;
+# ping-pong against ib_write_lat 8 B, whose t_typical is half a round trip.
+# Printed only: figures on a shared TCG host are too noisy to assert.
+for name in rxe siw; do
+	awk -v setup="$name one guest" '
+		FILENAME ~ /perftest/ && $0 ~ "^" setup {
+			if ($4 == "ib_write_bw" && $5 == 65536) bw = $7
+			if ($4 == "ib_write_lat" && $5 == 8) lat = $7
+		}
+		FILENAME !~ /perftest/ && /^figure: smcr-rdma ping-pong/ { p50 = $7 }
+		FILENAME !~ /perftest/ && /^figure: smcr-rdma stream/ { mbs = $7; rmb = $12 }
+		END {
+			if (mbs != "")
+				printf "%-24s %-13s %6d B %10s MB/s  %s of ib_write_bw (RMB %s KiB)\n", setup,
+				       "smcr stream", 65536, mbs, bw ? sprintf("%.2f", mbs / bw) : "?", rmb
+			if (p50 != "")
+				printf "%-24s %-13s %6d B %10s us    round trip p50; half of it %s x ib_write_lat\n",
+				       setup, "smcr pingpong", 14, p50, lat ? sprintf("%.1f", p50 / 2 / lat) : "?"
+		}' "$build/vm-perftest.txt" "$vm/$name/rdma_peer.log" >> "$build/vm-perftest.txt" 2>/dev/null || true
 done
 
 echo "=== tests/vm results ($((SECONDS - start)) s)"
