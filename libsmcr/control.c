@@ -27,7 +27,9 @@
 #include "real.h"
 #include "stats.h"
 
-#define REPLY_TIMEOUT_MS 500            /* smcrd answers at once; a stuck one must not stall us */
+#define REPLY_TIMEOUT_MS 2000           /* smcrd answers at once, unless its host is overloaded
+					   (seen past 500 ms in a TCG guest); a stuck one must not
+					   stall us for longer */
 #define RETRY_INTERVAL_S 1              /* between attempts to reach a missing smcrd */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
