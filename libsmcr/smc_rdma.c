@@ -2,14 +2,15 @@
  * smc_rdma.c - the RDMA transport's connections (smc_rdma.h): the ops
  * table over a link of smc_rdma_link.c.
  *
- * Writing: a piece of at most the QP's inline size goes inline from the
- * caller's buffer; a bigger one is copied into the staging buffer, a
- * registered mirror of the peer's RMB, at the same offset, and written
- * from there.  src may be reused on return either way, and the staging
- * bytes are safe until the RDMA WRITE has read them: the send path writes
- * at an offset again only after the peer's consumer cursor has passed it,
- * which the peer can only report after the WRITE landed.  The CDC follows
- * as a SEND on the same RC QP, which delivers it after the WRITEs.
+ * Writing: the bytes are copied into the staging buffer, a registered
+ * mirror of the peer's RMB, at the same offset, and written from there
+ * (inline when small) by a WRITE posted together with the CDC that
+ * announces them: one post, a WRITE or two (the ring wraps) and the SEND.
+ * src may be reused on return, and the staging bytes are safe until the
+ * RDMA WRITE has read them: the send path writes at an offset again only
+ * after the peer's consumer cursor has passed it, which the peer can only
+ * report after the WRITE landed.  The SEND goes on the same RC QP, which
+ * delivers it after the WRITEs.
  *
  * Receiving: the link's thread (or a spinning waiter) hands each CDC to
  * its connection's mailbox, which keeps the latest one, as smc_shm.c's
@@ -65,6 +66,8 @@ struct rdma_conn {
 	uint32_t peer_rkey;
 	struct smc_cdc last_sent;		/* what the peer knows: solicit or not */
 	bool sent_any;
+	struct smc_rdma_write pending[SMC_RDMA_POST_MAX];	/* to go with the next CDC */
+	unsigned int npending;
 
 	pthread_mutex_t mbox_lock;
 	uint8_t mbox[SMC_CDC_MSG_LEN];		/* the latest CDC delivered */
@@ -268,10 +271,24 @@ static int rdma_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_c
 
 /* ---- the data path ---- */
 
+/* Posts the pending WRITEs, and cdc after them if not NULL. */
+static int flush(struct rdma_conn *rc, const uint8_t *cdc, bool solicited)
+{
+	int err = smc_rdma_post(rc->link, rc->pending, rc->npending, cdc, solicited);
+
+	rc->npending = 0;
+	return err;
+}
+
+/*
+ * The bytes go to the staging buffer now, and from there in a WRITE posted
+ * with the next CDC (one post for both: a doorbell less per message).
+ */
 static int rdma_write(struct smc_conn *conn, uint32_t off, const void *src, uint32_t len)
 {
 	struct rdma_conn *rc = priv(conn);
 	uint8_t *staged;
+	int err;
 
 	if (off > conn->st->peer_rmb_size || len > conn->st->peer_rmb_size - off)
 		return -EINVAL;
@@ -279,12 +296,15 @@ static int rdma_write(struct smc_conn *conn, uint32_t off, const void *src, uint
 		return -ECONNRESET;
 	if (len == 0)
 		return 0;
-	if (len <= rc->info.inline_max)
-		return smc_rdma_post_write(rc->link, src, len, 0, rc->peer_addr + off, rc->peer_rkey);
+	if (rc->npending == SMC_RDMA_POST_MAX && (err = flush(rc, NULL, false)))
+		return err;
 	staged = rc->staging->mem + off;
 	memcpy(staged, src, len);
-	return smc_rdma_post_write(rc->link, staged, len, rc->staging->lkey, rc->peer_addr + off,
-				   rc->peer_rkey);
+	rc->pending[rc->npending++] = (struct smc_rdma_write){
+		.src = staged, .len = len, .lkey = rc->staging->lkey,
+		.remote_addr = rc->peer_addr + off, .rkey = rc->peer_rkey,
+	};
+	return 0;
 }
 
 /* Whether the CDC cdc may matter to a waiter of the peer's (the header comment). */
@@ -313,7 +333,7 @@ static int rdma_send_cdc(struct smc_conn *conn, const uint8_t msg[SMC_CDC_MSG_LE
 		return -ECONNRESET;
 	if (smc_cdc_decode(msg, SMC_CDC_MSG_LEN, &cdc))
 		return -EINVAL;
-	err = smc_rdma_post_cdc(rc->link, msg, cdc_wakes_peer(conn, rc, &cdc));
+	err = flush(rc, msg, cdc_wakes_peer(conn, rc, &cdc));
 	if (!err) {
 		rc->last_sent = cdc;
 		rc->sent_any = true;

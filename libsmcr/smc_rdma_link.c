@@ -293,8 +293,12 @@ int smc_rdma_link_event_fd(const struct smc_rdma_link *link)
 	return link->dev->chan->fd;
 }
 
-/* Posts wr, signalled if signal or if it is the signal_every-th. */
-static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr, bool signal)
+/*
+ * Posts the chain of n WRs at wr (one ibv_post_send: one doorbell, a
+ * system call on rxe and siw).  A WR is signalled if it asks
+ * (IBV_SEND_SIGNALED) or if it is the signal_every-th.
+ */
+static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr, unsigned int n)
 {
 	struct ibv_send_wr *bad;
 	bool waited = false;
@@ -302,7 +306,7 @@ static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr, bool signal)
 
 	pthread_mutex_lock(&link->lock);
 	while (!smc_rdma_link_dead(link) &&
-	       link->posted - atomic_load(&link->completed) >= link->send_slots) {
+	       link->posted - atomic_load(&link->completed) + n > link->send_slots) {
 		pthread_mutex_unlock(&link->lock);
 		if (!waited)
 			atomic_fetch_add(&smc_rdma.slots_exhausted, 1);
@@ -315,15 +319,17 @@ static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr, bool signal)
 		pthread_mutex_unlock(&link->lock);
 		return -ECONNRESET;
 	}
-	if (++link->posted % link->signal_every == 0 || signal) {
-		wr->send_flags |= IBV_SEND_SIGNALED;
-		wr->wr_id = link->posted;
+	for (struct ibv_send_wr *w = wr; w; w = w->next) {
+		if (++link->posted % link->signal_every == 0)
+			w->send_flags |= IBV_SEND_SIGNALED;
+		if (w->send_flags & IBV_SEND_SIGNALED)
+			w->wr_id = link->posted;
 	}
 	rc = ibv_post_send(link->qp, wr, &bad);
-	smcr_log(SMCR_LOG_DEBUG, "rdma: qp %u: post opcode %d len %u flags %#x: %d", link->info.qpn,
-		 wr->opcode, wr->num_sge ? wr->sg_list->length : 0, wr->send_flags, rc);
+	smcr_log(SMCR_LOG_DEBUG, "rdma: qp %u: post %u WRs, the last opcode %d: %d", link->info.qpn,
+		 n, wr[n - 1].opcode, rc);
 	if (rc)
-		link->posted--;
+		link->posted -= n;
 	pthread_mutex_unlock(&link->lock);
 	if (rc) {
 		smc_rdma_link_fail(link, "ibv_post_send failed");
@@ -332,33 +338,42 @@ static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr, bool signal)
 	return 0;
 }
 
-int smc_rdma_post_write(struct smc_rdma_link *link, const void *src, uint32_t len, uint32_t lkey,
-			uint64_t remote_addr, uint32_t rkey)
+int smc_rdma_post(struct smc_rdma_link *link, const struct smc_rdma_write *writes, unsigned int n,
+		  const uint8_t *cdc, bool solicited)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)src, .length = len, .lkey = lkey };
-	struct ibv_send_wr wr = {
-		.sg_list = &sge,
-		.num_sge = len ? 1 : 0,
-		.opcode = IBV_WR_RDMA_WRITE,
-		.send_flags = len <= link->info.inline_max ? IBV_SEND_INLINE : 0,
-		.wr.rdma = { .remote_addr = remote_addr, .rkey = rkey },
-	};
+	struct ibv_sge sge[SMC_RDMA_POST_MAX + 1];
+	struct ibv_send_wr wr[SMC_RDMA_POST_MAX + 1];
+	unsigned int i;
 
-	return post(link, &wr, link->dev->iwarp && len >= 4096);
-}
+	if (n > SMC_RDMA_POST_MAX || (!n && !cdc))
+		return -EINVAL;
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < n; i++) {
+		const struct smc_rdma_write *w = &writes[i];
 
-int smc_rdma_post_cdc(struct smc_rdma_link *link, const uint8_t msg[SMC_CDC_MSG_LEN],
-		      bool solicited)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)msg, .length = SMC_CDC_MSG_LEN };
-	struct ibv_send_wr wr = {
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = IBV_WR_SEND,
-		.send_flags = IBV_SEND_INLINE | (solicited ? IBV_SEND_SOLICITED : 0),
-	};
-
-	return post(link, &wr, false);
+		sge[i] = (struct ibv_sge){ .addr = (uintptr_t)w->src, .length = w->len,
+					   .lkey = w->lkey };
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = w->len ? 1 : 0;
+		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		wr[i].wr.rdma.remote_addr = w->remote_addr;
+		wr[i].wr.rdma.rkey = w->rkey;
+		if (w->len <= link->info.inline_max)
+			wr[i].send_flags = IBV_SEND_INLINE;
+		else if (link->dev->iwarp && w->len >= 4096)
+			wr[i].send_flags = IBV_SEND_SIGNALED;   /* smc_rdma_priv.h: siw */
+	}
+	if (cdc) {
+		sge[i] = (struct ibv_sge){ .addr = (uintptr_t)cdc, .length = SMC_CDC_MSG_LEN };
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_SEND;
+		wr[i].send_flags = IBV_SEND_INLINE | (solicited ? IBV_SEND_SOLICITED : 0);
+		i++;
+	}
+	for (unsigned int j = 0; j + 1 < i; j++)
+		wr[j].next = &wr[j + 1];
+	return post(link, wr, i);
 }
 
 void smc_rdma_dev_fail_links(struct rdma_dev *dev, const char *why)

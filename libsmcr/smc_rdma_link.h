@@ -127,17 +127,25 @@ void smc_rdma_link_info(const struct smc_rdma_link *link, struct smc_rdma_link_i
 /* The link failed or was torn down: every endpoint has been told. */
 bool smc_rdma_link_dead(const struct smc_rdma_link *link);
 
+/* An RDMA WRITE of len bytes from a registered buffer (lkey) into the peer's remote_addr/rkey. */
+struct smc_rdma_write {
+	const void *src;
+	uint32_t len, lkey;
+	uint64_t remote_addr;
+	uint32_t rkey;
+};
+
+#define SMC_RDMA_POST_MAX 4			/* WRITEs in one post */
+
 /*
- * Posts an RDMA WRITE of len bytes (from a registered buffer lkey, or
- * inline from src when len <= inline_max) to remote_addr/rkey, or, with
- * rkey 0, a SEND of the CDC msg (solicited: the peer's thread is woken
- * for it).  Waits for a send-queue slot if none is free.  0 or
- * -ECONNRESET once the link has failed.
+ * Posts n WRITEs (n <= SMC_RDMA_POST_MAX), then, if cdc is not NULL, the
+ * CDC cdc as a SEND (solicited: the peer's thread is woken for it), as one
+ * chain: the SEND arrives after the WRITEs.  A WRITE of at most inline_max
+ * bytes goes inline.  Waits for send-queue slots if too few are free.  0,
+ * or -ECONNRESET once the link has failed.
  */
-int smc_rdma_post_write(struct smc_rdma_link *link, const void *src, uint32_t len, uint32_t lkey,
-			uint64_t remote_addr, uint32_t rkey);
-int smc_rdma_post_cdc(struct smc_rdma_link *link, const uint8_t msg[SMC_CDC_MSG_LEN],
-		      bool solicited);
+int smc_rdma_post(struct smc_rdma_link *link, const struct smc_rdma_write *writes, unsigned int n,
+		  const uint8_t *cdc, bool solicited);
 
 /* Takes the link's completions now, unless another thread is at it (CDCs are delivered). */
 void smc_rdma_link_poll(struct smc_rdma_link *link);
