@@ -271,10 +271,10 @@ static int rdma_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_c
 
 /* ---- the data path ---- */
 
-/* Posts the pending WRITEs, and cdc after them if not NULL. */
-static int flush(struct rdma_conn *rc, const uint8_t *cdc, bool solicited)
+/* Posts the pending WRITEs, and cdc after them if not NULL (how: smc_rdma_post's). */
+static int flush(struct rdma_conn *rc, const uint8_t *cdc, unsigned int how)
 {
-	int err = smc_rdma_post(rc->link, rc->pending, rc->npending, cdc, solicited);
+	int err = smc_rdma_post(rc->link, rc->pending, rc->npending, cdc, how);
 
 	rc->npending = 0;
 	return err;
@@ -296,7 +296,7 @@ static int rdma_write(struct smc_conn *conn, uint32_t off, const void *src, uint
 		return -ECONNRESET;
 	if (len == 0)
 		return 0;
-	if (rc->npending == SMC_RDMA_POST_MAX && (err = flush(rc, NULL, false)))
+	if (rc->npending == SMC_RDMA_POST_MAX && (err = flush(rc, NULL, 0)))
 		return err;
 	staged = rc->staging->mem + off;
 	memcpy(staged, src, len);
@@ -333,7 +333,13 @@ static int rdma_send_cdc(struct smc_conn *conn, const uint8_t msg[SMC_CDC_MSG_LE
 		return -ECONNRESET;
 	if (smc_cdc_decode(msg, SMC_CDC_MSG_LEN, &cdc))
 		return -EINVAL;
-	err = flush(rc, msg, cdc_wakes_peer(conn, rc, &cdc));
+	/*
+	 * The last CDC (close, abort) is delivered before we return: the TCP
+	 * end that follows must not overtake it (rdma_wait).
+	 */
+	err = flush(rc, msg, (cdc_wakes_peer(conn, rc, &cdc) ? SMC_RDMA_SOLICITED : 0) |
+			     (cdc.conn_state_flags & (SMC_CDC_PEER_CONN_CLOSED | SMC_CDC_PEER_CONN_ABORT) ?
+			      SMC_RDMA_DELIVERED : 0));
 	if (!err) {
 		rc->last_sent = cdc;
 		rc->sent_any = true;
@@ -444,6 +450,21 @@ static int sleep_once(struct rdma_conn *rc, int ms)
  * poller, woken too, takes the channel's event; a wake-up for another
  * link's completion, or before the poller took it, is slept off again.
  */
+/*
+ * The TCP connection ended, and nothing came since: the peer is gone.  Its
+ * last CDCs may have been overtaken by its TCP end on the way, but they are
+ * in our CQ by then (the peer waits for its close CDC to be delivered before
+ * it closes the socket): they are taken first, waiting for a poll in
+ * progress, and if they moved anything, the caller looks at them.
+ */
+static bool tcp_ended(struct rdma_conn *rc, struct smc_conn *conn, uint32_t since)
+{
+	if (!smc_tcp_ended(conn))
+		return false;
+	poll_link_before_sleep(rc);
+	return rdma_events(conn) == since;
+}
+
 static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 {
 	struct rdma_conn *rc = priv(conn);
@@ -455,7 +476,7 @@ static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 		return 0;
 	if (timeout_ms == 0)
 		return -ETIMEDOUT;
-	if (smc_tcp_ended(conn))
+	if (tcp_ended(rc, conn, since))
 		return -ENOTCONN;
 	end = smc_clock_ns() + (uint64_t)slice * 1000000;
 	for (;;) {
@@ -477,7 +498,7 @@ static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 		if (woke < 0)
 			return woke;
 	}
-	if (smc_tcp_ended(conn))
+	if (tcp_ended(rc, conn, since))
 		return -ENOTCONN;
 	return slice == timeout_ms ? -ETIMEDOUT : 0;
 }

@@ -301,7 +301,7 @@ static int link_connect(const struct sockaddr *local, const struct sockaddr *pee
 	 * first message: a zero-length RDMA WRITE, which needs no rkey and
 	 * reaches no connection, opens the stream.
 	 */
-	rc = smc_rdma_post(link, &(struct smc_rdma_write){ 0 }, 1, NULL, false);
+	rc = smc_rdma_post(link, &(struct smc_rdma_write){ 0 }, 1, NULL, 0);
 	if (rc) {
 		smc_rdma_link_put(link);
 		goto out_linked;

@@ -298,7 +298,8 @@ int smc_rdma_link_event_fd(const struct smc_rdma_link *link)
  * system call on rxe and siw).  A WR is signalled if it asks
  * (IBV_SEND_SIGNALED) or if it is the signal_every-th.
  */
-static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr, unsigned int n)
+static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr, unsigned int n,
+		uint64_t *last)
 {
 	struct ibv_send_wr *bad;
 	bool waited = false;
@@ -328,6 +329,7 @@ static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr, unsigned int
 	rc = ibv_post_send(link->qp, wr, &bad);
 	smcr_log(SMCR_LOG_DEBUG, "rdma: qp %u: post %u WRs, the last opcode %d: %d", link->info.qpn,
 		 n, wr[n - 1].opcode, rc);
+	*last = link->posted;
 	if (rc)
 		link->posted -= n;
 	pthread_mutex_unlock(&link->lock);
@@ -338,12 +340,30 @@ static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr, unsigned int
 	return 0;
 }
 
+/* Until the WR posted as number seq has completed: 0, -ETIMEDOUT or -ECONNRESET. */
+static int wait_completed(struct smc_rdma_link *link, uint64_t seq)
+{
+	uint64_t end = smc_clock_ns() + (uint64_t)SMC_CLC_WAIT_SHORT_MS * 1000000;
+
+	while (atomic_load(&link->completed) < seq) {
+		if (smc_rdma_link_dead(link))
+			return -ECONNRESET;
+		if (smc_clock_ns() > end)
+			return -ETIMEDOUT;
+		smc_rdma_link_poll(link);
+		sched_yield();
+	}
+	return 0;
+}
+
 int smc_rdma_post(struct smc_rdma_link *link, const struct smc_rdma_write *writes, unsigned int n,
-		  const uint8_t *cdc, bool solicited)
+		  const uint8_t *cdc, unsigned int how)
 {
 	struct ibv_sge sge[SMC_RDMA_POST_MAX + 1];
 	struct ibv_send_wr wr[SMC_RDMA_POST_MAX + 1];
 	unsigned int i;
+	uint64_t last;
+	int rc;
 
 	if (n > SMC_RDMA_POST_MAX || (!n && !cdc))
 		return -EINVAL;
@@ -368,12 +388,15 @@ int smc_rdma_post(struct smc_rdma_link *link, const struct smc_rdma_write *write
 		wr[i].sg_list = &sge[i];
 		wr[i].num_sge = 1;
 		wr[i].opcode = IBV_WR_SEND;
-		wr[i].send_flags = IBV_SEND_INLINE | (solicited ? IBV_SEND_SOLICITED : 0);
+		wr[i].send_flags = IBV_SEND_INLINE |
+				   (how & SMC_RDMA_SOLICITED ? IBV_SEND_SOLICITED : 0) |
+				   (how & SMC_RDMA_DELIVERED ? IBV_SEND_SIGNALED : 0);
 		i++;
 	}
 	for (unsigned int j = 0; j + 1 < i; j++)
 		wr[j].next = &wr[j + 1];
-	return post(link, wr, i);
+	rc = post(link, wr, i, &last);
+	return rc || !(how & SMC_RDMA_DELIVERED) ? rc : wait_completed(link, last);
 }
 
 void smc_rdma_dev_fail_links(struct rdma_dev *dev, const char *why)

@@ -137,15 +137,21 @@ struct smc_rdma_write {
 
 #define SMC_RDMA_POST_MAX 4			/* WRITEs in one post */
 
+/* How smc_rdma_post sends its CDC. */
+enum {
+	SMC_RDMA_SOLICITED = 1,		/* the peer's thread is woken for it */
+	SMC_RDMA_DELIVERED = 2,		/* returns once the peer's QP has it (or after 1 s) */
+};
+
 /*
  * Posts n WRITEs (n <= SMC_RDMA_POST_MAX), then, if cdc is not NULL, the
- * CDC cdc as a SEND (solicited: the peer's thread is woken for it), as one
- * chain: the SEND arrives after the WRITEs.  A WRITE of at most inline_max
- * bytes goes inline.  Waits for send-queue slots if too few are free.  0,
- * or -ECONNRESET once the link has failed.
+ * CDC cdc as a SEND, as one chain: the SEND arrives after the WRITEs.  A
+ * WRITE of at most inline_max bytes goes inline.  Waits for send-queue
+ * slots if too few are free.  0, -ETIMEDOUT (DELIVERED: no completion in
+ * time), or -ECONNRESET once the link has failed.
  */
 int smc_rdma_post(struct smc_rdma_link *link, const struct smc_rdma_write *writes, unsigned int n,
-		  const uint8_t *cdc, bool solicited);
+		  const uint8_t *cdc, unsigned int how);
 
 /* Takes the link's completions now, unless another thread is at it (CDCs are delivered). */
 void smc_rdma_link_poll(struct smc_rdma_link *link);
