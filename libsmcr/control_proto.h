@@ -32,7 +32,7 @@
 
 #define SMCR_RUNDIR_DEFAULT "/run/smcr"
 #define SMCR_CONTROL_SOCKET "smcrd.sock"
-#define SMCR_CONTROL_VERSION 6
+#define SMCR_CONTROL_VERSION 7
 
 /* Where smcrd keeps its pid file and control socket: $SMCR_RUNDIR, else /run/smcr. */
 static inline const char *smcr_rundir(void)
@@ -74,6 +74,10 @@ enum smcr_control_type {
 					   struct smcr_control_conns */
 };
 
+/* smcr_control_msg.transports */
+#define SMCR_CONTROL_SHM        1u
+#define SMCR_CONTROL_RDMA       2u
+
 /* A request, and the head of every reply (same type as its request). */
 struct smcr_control_msg {
 	uint16_t version;               /* SMCR_CONTROL_VERSION */
@@ -82,6 +86,9 @@ struct smcr_control_msg {
 	uint64_t bytes;                 /* GRANT/RELEASE amount; replies: memory in use */
 	uint64_t limit;                 /* replies: max_memory in bytes */
 	uint64_t token;                 /* OFFER reply, ATTACH, WITHDRAW: names an offer */
+	uint32_t transports;            /* replies: SMCR_CONTROL_SHM | SMCR_CONTROL_RDMA, the
+					   transports smcr.conf allows (keys shm, rdma) */
+	uint32_t reserved;
 	char text[240];                 /* replies: why a request was refused */
 };
 

@@ -23,7 +23,7 @@ __attribute__((constructor)) static void smcr_init(void)
 	/* Child handlers run in the order registered: counters are private again
 	   before control.c's handler registers the child. */
 	pthread_atfork(smcr_stats_before_fork, NULL, smcr_stats_reset);
-	pthread_atfork(smcr_sock_fork_prepare, smcr_sock_fork_done, smcr_sock_fork_done);
+	pthread_atfork(smcr_sock_fork_prepare, smcr_sock_fork_done, smcr_sock_fork_child);
 	smcr_control_init();
 	smcr_log(SMCR_LOG_DEBUG, "loaded into %s", program_invocation_short_name);
 	smcr_handshake_adopt_inherited();

@@ -43,7 +43,8 @@ int smcr_shm_eventfd(void)
 	return fd;
 }
 
-int smcr_shm_offer(int sock, int memfd, uint64_t bytes, int efd, int state, uint64_t *token)
+int smcr_shm_offer(int sock, int memfd, uint64_t bytes, int efd, int state, uint64_t *token,
+		   uint32_t *transports)
 {
 	struct smcr_control_msg m = { .type = SMCR_CONTROL_OFFER, .bytes = bytes };
 	const int out[4] = { sock, memfd, efd, state };
@@ -58,6 +59,8 @@ int smcr_shm_offer(int sock, int memfd, uint64_t bytes, int efd, int state, uint
 		return m.result;
 	}
 	*token = m.token;
+	if (transports)
+		*transports = m.transports;
 	return 0;
 }
 

@@ -43,11 +43,14 @@ int smcr_shm_eventfd(void);
  * Offers memfd (exactly bytes, a whole number of pages, from smcr_shm_memfd)
  * and the eventfd efd (from smcr_shm_eventfd) to the other end of TCP socket
  * sock, and leaves the connection's state (a memfd of a few pages, from
- * smcr_shm_memfd) for smcr_shm_resume; the offer's name in *token.  0, -ENOMEM (max_memory reached),
+ * smcr_shm_memfd) for smcr_shm_resume; the offer's name in *token, and in
+ * *transports (if not NULL) the transports smcr.conf allows now
+ * (SMCR_CONTROL_SHM, _RDMA).  0, -ENOMEM (max_memory reached),
  * -ENOTCONN (no smcrd), -EMFILE (smcrd holds too many unattached buffers),
  * -EINVAL (sock, memfd or efd unacceptable; logged).
  */
-int smcr_shm_offer(int sock, int memfd, uint64_t bytes, int efd, int state, uint64_t *token);
+int smcr_shm_offer(int sock, int memfd, uint64_t bytes, int efd, int state, uint64_t *token,
+		   uint32_t *transports);
 
 /*
  * The memfd and the eventfd that the other end of TCP socket sock offered as

@@ -158,54 +158,107 @@ static bool same_host(uint64_t a, uint64_t b)
 	return (a >> 32) == (b >> 32);
 }
 
+static bool has(enum smc_type offer, enum smc_type type)
+{
+	return offer == type || offer == SMC_TYPE_B;
+}
+
 static enum smc_setup_state client_start(struct smc_setup *s)
 {
-	struct smc_clc_proposal prop = { .smc_type = SMC_TYPE_D, .ism_gid = s->gid };
+	struct smc_clc_proposal prop = { .ism_gid = s->gid };
 	uint8_t msg[SMC_CLC_PROPOSAL_MAX_LEN];
+	enum smcr_reason why = s->transport.offers(s->transport.ctx, &prop.smc_type, &prop.lcl);
+
+	if (why != SMCR_REASON_NONE)
+		return decline(s, why);
+	if (!has(prop.smc_type, SMC_TYPE_D))
+		prop.ism_gid = 0;
 	int len = smc_clc_encode_proposal(msg, sizeof(msg), &prop);
 
 	if (!send_msg(s, msg, len))
 		return finish(s, SMC_SETUP_RESET, SMCR_REASON_INTERR);
+	s->offered = prop.smc_type;
 	s->state = SMC_SETUP_CLIENT_WAIT_ACCEPT;
 	return s->state;
+}
+
+/* Our buffer on transport type; a reason if not. */
+static enum smcr_reason prepare(struct smc_setup *s, enum smc_type type,
+				const struct smc_clc_local *peer_lcl)
+{
+	enum smcr_reason why = s->transport.prepare(s->transport.ctx, type, peer_lcl);
+
+	s->chosen = type;
+	s->prepared = true;     /* even half done: abandon undoes what was */
+	return why;
+}
+
+static enum smcr_reason describe(struct smc_setup *s, struct smc_clc_accept_confirm *ours)
+{
+	enum smcr_reason why = s->transport.describe(s->transport.ctx, ours);
+
+	ours->smc_type = s->chosen;
+	if (s->chosen == SMC_TYPE_D)
+		ours->d.gid = s->gid;
+	return why;
 }
 
 static enum smc_setup_state client_accepted(struct smc_setup *s,
 					    const struct smc_clc_accept_confirm *acc)
 {
-	struct smc_clc_accept_confirm conf = { .smc_type = SMC_TYPE_D };
+	struct smc_clc_accept_confirm conf;
 	uint8_t msg[SMCR_CLC_ACCEPT_CONFIRM_LEN];
 	enum smcr_reason why;
 
-	if (acc->smc_type != SMC_TYPE_D || !same_host(acc->d.gid, s->gid))
+	if (!has(s->offered, acc->smc_type) ||
+	    (acc->smc_type == SMC_TYPE_D && !same_host(acc->d.gid, s->gid)))
 		return decline(s, SMCR_REASON_MODEUNSUPP);
-	if ((why = s->transport.prepare(s->transport.ctx, &conf)) != SMCR_REASON_NONE)
+	if ((why = prepare(s, acc->smc_type, NULL)) != SMCR_REASON_NONE ||
+	    (why = s->transport.attach(s->transport.ctx, acc)) != SMCR_REASON_NONE ||
+	    (why = describe(s, &conf)) != SMCR_REASON_NONE)
 		return decline(s, why);
-	s->prepared = true;
-	if ((why = s->transport.attach(s->transport.ctx, acc)) != SMCR_REASON_NONE)
-		return decline(s, why);
-	conf.d.gid = s->gid;
+	conf.first_contact = acc->first_contact;        /* echoed, as RFC 7609 has it */
 	int len = smc_clc_encode_confirm(msg, sizeof(msg), &conf);
 	if (!send_msg(s, msg, len))
 		return finish(s, SMC_SETUP_RESET, SMCR_REASON_INTERR);
 	return finish(s, SMC_SETUP_DONE, SMCR_REASON_NONE);
 }
 
+/* The server's choice for prop: D on one host, else R; SMC_TYPE_N and why if neither. */
+static enum smc_type choose(struct smc_setup *s, const struct smc_clc_proposal *prop,
+			    enum smcr_reason *why)
+{
+	struct smc_clc_local lcl;
+	enum smc_type ours;
+
+	if (prop->smc_type == SMC_TYPE_N) {
+		*why = SMCR_REASON_VERSMISMAT;
+		return SMC_TYPE_N;
+	}
+	*why = s->transport.offers(s->transport.ctx, &ours, &lcl);
+	if (*why != SMCR_REASON_NONE)
+		return SMC_TYPE_N;
+	if (has(prop->smc_type, SMC_TYPE_D) && has(ours, SMC_TYPE_D) &&
+	    same_host(prop->ism_gid, s->gid))
+		return SMC_TYPE_D;
+	if (has(prop->smc_type, SMC_TYPE_R) && has(ours, SMC_TYPE_R))
+		return SMC_TYPE_R;
+	*why = SMCR_REASON_NOSMCDEV;            /* another host, and no RDMA between us */
+	return SMC_TYPE_N;
+}
+
 static enum smc_setup_state server_proposed(struct smc_setup *s, const struct smc_clc_msg *m)
 {
 	const struct smc_clc_proposal *prop = &m->proposal;
-	struct smc_clc_accept_confirm acc = { .smc_type = SMC_TYPE_D };
+	struct smc_clc_accept_confirm acc;
 	uint8_t msg[SMCR_CLC_ACCEPT_CONFIRM_LEN];
 	enum smcr_reason why;
+	enum smc_type type = choose(s, prop, &why);
 
-	if (prop->smc_type == SMC_TYPE_N)
-		return decline(s, SMCR_REASON_VERSMISMAT);
-	if (prop->smc_type == SMC_TYPE_R || !same_host(prop->ism_gid, s->gid))
-		return decline(s, SMCR_REASON_NOSMCDEV);        /* no RDMA transport yet */
-	if ((why = s->transport.prepare(s->transport.ctx, &acc)) != SMCR_REASON_NONE)
+	if (type == SMC_TYPE_N ||
+	    (why = prepare(s, type, &prop->lcl)) != SMCR_REASON_NONE ||
+	    (why = describe(s, &acc)) != SMCR_REASON_NONE)
 		return decline(s, why);
-	s->prepared = true;
-	acc.d.gid = s->gid;
 	int len = smc_clc_encode_accept(msg, sizeof(msg), &acc);
 	if (!send_msg(s, msg, len))
 		return finish(s, SMC_SETUP_RESET, SMCR_REASON_INTERR);
@@ -219,7 +272,8 @@ static enum smc_setup_state server_confirmed(struct smc_setup *s,
 {
 	enum smcr_reason why = SMCR_REASON_MODEUNSUPP;
 
-	if (conf->smc_type == SMC_TYPE_D && same_host(conf->d.gid, s->gid) &&
+	if (conf->smc_type == s->chosen &&
+	    (conf->smc_type != SMC_TYPE_D || same_host(conf->d.gid, s->gid)) &&
 	    (why = s->transport.attach(s->transport.ctx, conf)) == SMCR_REASON_NONE)
 		return finish(s, SMC_SETUP_DONE, SMCR_REASON_NONE);
 	return finish(s, SMC_SETUP_RESET, why);

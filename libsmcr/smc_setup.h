@@ -6,6 +6,9 @@
  *   server:            <- Proposal    Accept ->   <- Confirm     (SMC)
  *   either side, instead of its next message: Decline ->         (TCP)
  *
+ * The server chooses the transport: shared memory (SMC-D) when both ends
+ * are on one host and offer it, else RDMA (SMC-R) when both offer it.
+ *
  * A state machine, so that it can advance without blocking (a non-blocking
  * socket, a call that must not wait) or wait up to a bound: each step reads
  * exactly the bytes of one CLC message, never the application's data behind
@@ -28,11 +31,27 @@
 #include "reason.h"
 #include "smc_clc.h"
 
+/*
+ * The transports behind the exchange.  Which one a connection uses is
+ * chosen by the exchange: SMC-D (shared memory) when the two ends are on
+ * one host and both offer it, else SMC-R (RDMA) when both offer it.
+ */
 struct smc_setup_transport {
-	/* Prepares our receive buffer and fills our Accept/Confirm description. */
-	enum smcr_reason (*prepare)(void *ctx, struct smc_clc_accept_confirm *ours);
+	/*
+	 * What we can offer on this connection: SMC_TYPE_D, R or B (with our
+	 * SMC-R local block in *lcl when R is in it), or SMC_TYPE_N and the
+	 * reason we can offer nothing.
+	 */
+	enum smcr_reason (*offers)(void *ctx, enum smc_type *type, struct smc_clc_local *lcl);
+	/*
+	 * Prepares our receive buffer on transport type (R or D); the server
+	 * passes the SMC-R local block of the client's Proposal (links).
+	 */
+	enum smcr_reason (*prepare)(void *ctx, enum smc_type type, const struct smc_clc_local *peer);
 	/* Attaches the peer's receive buffer from its Accept/Confirm. */
 	enum smcr_reason (*attach)(void *ctx, const struct smc_clc_accept_confirm *peer);
+	/* Our Accept (after prepare) or Confirm (after attach) description. */
+	enum smcr_reason (*describe)(void *ctx, struct smc_clc_accept_confirm *ours);
 	/* Undoes prepare (and attach) when the connection stays on TCP. */
 	void (*abandon)(void *ctx);
 	void *ctx;
@@ -56,6 +75,8 @@ struct smc_setup {
 	uint64_t gid;                   /* ours: host tag in bits 63-32 */
 	int64_t deadline_ms;            /* CLOCK_MONOTONIC, of the wait in progress */
 	bool prepared;                  /* our buffer exists: abandon it if we stay on TCP */
+	enum smc_type offered;          /* client: what its Proposal offered */
+	enum smc_type chosen;           /* R or D, once prepared */
 	struct smc_setup_transport transport;
 	size_t have, need;              /* bytes of the message being received */
 	uint8_t buf[SMC_CLC_MAX_LEN];

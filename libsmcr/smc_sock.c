@@ -50,10 +50,12 @@
 #include <unistd.h>
 
 #include "conn_table.h"
+#include "control_proto.h"
 #include "log.h"
 #include "readiness.h"
 #include "real.h"
 #include "shm_broker_client.h"
+#include "smc_rdma.h"
 #include "smc_rx.h"
 #include "smc_setup.h"
 #include "smc_shm.h"
@@ -85,6 +87,8 @@ struct sock_shared {
 	bool rd_shut;                   /* shutdown(SHUT_RD): reads never wait */
 	bool offered;                   /* our buffer is on offer as token */
 	enum smcr_reason offer_failed;  /* why it is not */
+	uint32_t transports;            /* SMCR_CONTROL_SHM, _RDMA: what smcr.conf allowed then */
+	enum smcr_transport_id transport;       /* which one the connection uses */
 	uint64_t token;
 };
 
@@ -97,6 +101,7 @@ struct smcr_sock {
 	struct sock_shared *sh;
 	_Atomic bool attached;          /* conn has the peer's buffer (read unlocked) */
 	bool lost;                      /* the view cannot be had: the connection is gone here */
+	bool first_contact;             /* RDMA server: the connection made its link */
 	struct smc_conn conn;
 	struct smcr_sock *prev, *next;  /* every connection of the process */
 };
@@ -174,7 +179,7 @@ static enum smcr_reason offer(struct smcr_sock *sk, int fd, int state_fd)
 		goto fail;
 	efd = -1;       /* the transport's now */
 	rc = smcr_shm_offer(fd, memfd, bytes, sk->conn.ops->wake_fd(&sk->conn), state_fd,
-			    &sk->sh->token);
+			    &sk->sh->token, &sk->sh->transports);
 	REAL(close)(memfd);
 	if (rc) {
 		sk->conn.ops->release(&sk->conn);
@@ -209,20 +214,118 @@ static int attach_peer(struct smcr_sock *sk, const struct smc_clc_accept_confirm
 
 /* ---- the CLC exchange's transport (smc_setup.h) ---- */
 
-static enum smcr_reason setup_prepare(void *ctx, struct smc_clc_accept_confirm *ours)
+/*
+ * Whether fd's peer is this host, by its address (loopback, or one of ours
+ * as the connection's own): then shared memory serves, and RDMA is not even
+ * looked for.
+ */
+static bool peer_is_local(int fd)
+{
+	struct sockaddr_storage a, b;
+	socklen_t la = sizeof(a), lb = sizeof(b);
+
+	if (REAL(getsockname)(fd, (struct sockaddr *)&a, &la) ||
+	    REAL(getpeername)(fd, (struct sockaddr *)&b, &lb) || a.ss_family != b.ss_family)
+		return false;
+	if (a.ss_family == AF_INET)
+		return ((struct sockaddr_in *)&a)->sin_addr.s_addr ==
+		       ((struct sockaddr_in *)&b)->sin_addr.s_addr;
+	return !memcmp(&((struct sockaddr_in6 *)&a)->sin6_addr,
+		       &((struct sockaddr_in6 *)&b)->sin6_addr, sizeof(struct in6_addr));
+}
+
+/*
+ * Shared memory if smcr.conf allows it; RDMA if it allows that and a device
+ * serves the connection's local address.  Either needs the state on offer.
+ */
+static enum smcr_reason setup_offers(void *ctx, enum smc_type *type, struct smc_clc_local *lcl)
+{
+	struct smcr_sock *sk = ctx;
+	int fd = sk->sh->setup.sock;
+	bool shm = sk->sh->transports & SMCR_CONTROL_SHM, rdma = false;
+
+	*type = SMC_TYPE_N;
+	if (!sk->sh->offered)
+		return sk->sh->offer_failed;
+	if ((sk->sh->transports & SMCR_CONTROL_RDMA) && !(shm && peer_is_local(fd)))
+		rdma = smc_rdma_local_block(fd, lcl) == 0;
+	if (!shm && !rdma)
+		return SMCR_REASON_NOSMCDEV;
+	*type = shm && rdma ? SMC_TYPE_B : shm ? SMC_TYPE_D : SMC_TYPE_R;
+	return SMCR_REASON_NONE;
+}
+
+/*
+ * The connection goes over RDMA: the shared-memory buffer set up at the
+ * offer is let go (the offer stays: smcrd keeps the connection's state with
+ * it, and its grant stands for the RDMA buffer), and one is taken from the
+ * RDMA transport's pool; the server links to the client's process.
+ */
+static enum smcr_reason use_rdma(struct smcr_sock *sk, const struct smc_clc_local *peer)
+{
+	int rc;
+
+	sk->conn.ops->release(&sk->conn);
+	sk->conn.ops = &smc_rdma_ops;
+	sk->sh->transport = SMCR_TRANSPORT_RDMA;
+	rc = sk->conn.ops->create_rmb(&sk->conn, RMB_SIZE_CLASS, -1, -1);
+	if (!rc && peer)
+		rc = smc_rdma_link_to_peer(&sk->conn, peer, &sk->first_contact);
+	if (!rc)
+		return SMCR_REASON_NONE;
+	smcr_log(SMCR_LOG_WARN, "fd %d: no RDMA for the connection: %s", sk->sh->setup.sock,
+		 strerror(-rc));
+	return rc == -ENOMEM ? SMCR_REASON_MEM : rc == -ETIMEDOUT ? SMCR_REASON_TIMEOUT_CL :
+	       SMCR_REASON_NOSMCDEV;
+}
+
+static enum smcr_reason setup_prepare(void *ctx, enum smc_type type, const struct smc_clc_local *peer)
 {
 	struct smcr_sock *sk = ctx;
 
 	if (!sk->sh->offered)
 		return sk->sh->offer_failed;
+	return type == SMC_TYPE_R ? use_rdma(sk, peer) : SMCR_REASON_NONE;
+}
+
+static enum smcr_reason setup_describe(void *ctx, struct smc_clc_accept_confirm *ours)
+{
+	struct smcr_sock *sk = ctx;
+
+	if (sk->sh->transport == SMCR_TRANSPORT_RDMA) {
+		if (smc_rdma_local_desc(&sk->conn, ours))
+			return SMCR_REASON_INTERR;
+		ours->first_contact = sk->first_contact;
+		return SMCR_REASON_NONE;
+	}
+	memset(ours, 0, sizeof(*ours));
 	ours->d.token = sk->sh->token;
 	ours->d.dmbe_size = RMB_SIZE_CLASS;
+	return SMCR_REASON_NONE;
+}
+
+/* The peer's RDMA buffer, through the link its Accept or Confirm names. */
+static enum smcr_reason attach_rdma(struct smcr_sock *sk, const struct smc_clc_accept_confirm *peer)
+{
+	int rc = sk->conn.ops->attach_peer(&sk->conn, peer, -1, -1);
+
+	if (rc) {
+		smcr_log(SMCR_LOG_WARN, "fd %d: cannot reach the peer's RDMA buffer: %s",
+			 sk->sh->setup.sock, strerror(-rc));
+		return rc == -EPROTO ? SMCR_REASON_SYNCERR : rc == -ENOMEM ? SMCR_REASON_MEM :
+		       SMCR_REASON_NOSMCDEV;
+	}
+	sk->conn.st->peer_token = peer->r.rmbe_alert_token;
+	sk->attached = true;
 	return SMCR_REASON_NONE;
 }
 
 static enum smcr_reason setup_attach(void *ctx, const struct smc_clc_accept_confirm *peer)
 {
 	struct smcr_sock *sk = ctx;
+
+	if (peer->smc_type == SMC_TYPE_R)
+		return attach_rdma(sk, peer);
 	int memfd, efd, rc = smcr_shm_attach(sk->sh->setup.sock, peer->d.token, &memfd, &efd);
 
 	if (!rc)
@@ -268,7 +371,8 @@ static struct smcr_sock *view_new(int state_fd, bool fresh)
 		return NULL;
 	}
 	sk->sh = sh;
-	if (smc_conn_init(&sk->conn, &smc_shm_ops, &sk->sh->conn, fresh)) {
+	if (smc_conn_init(&sk->conn, !fresh && sk->sh->transport == SMCR_TRANSPORT_RDMA ?
+			  &smc_rdma_ops : &smc_shm_ops, &sk->sh->conn, fresh)) {
 		munmap(sh, STATE_BYTES);
 		free(sk);
 		return NULL;
@@ -477,9 +581,28 @@ void smcr_sock_fork_prepare(void)
 		atomic_fetch_add(&sk->sh->holders, 1);
 }
 
-/* fork(), after, in the parent and the child. */
+/* fork(), after, in the parent. */
 void smcr_sock_fork_done(void)
 {
+	pthread_mutex_unlock(&all_lock);
+}
+
+/*
+ * fork(), after, in the child.  A QP and its memory regions are the
+ * parent's (smc_rdma.c): the child's views of connections on RDMA let go
+ * of them untouched, and the child cannot use those connections (lost:
+ * ECONNRESET).  Connections not yet set up are the child's to set up.
+ */
+void smcr_sock_fork_child(void)
+{
+	for (struct smcr_sock *sk = all; sk; sk = sk->next) {
+		if (sk->conn.ops != &smc_rdma_ops || !sk->conn.priv)
+			continue;
+		sk->conn.priv = NULL;
+		sk->conn.rmb = NULL;
+		sk->attached = false;
+		sk->lost = true;
+	}
 	pthread_mutex_unlock(&all_lock);
 }
 
@@ -538,7 +661,7 @@ enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wai
 {
 	enum smcr_sock_phase phase;
 	const struct smc_setup_transport transport = {
-		setup_prepare, setup_attach, setup_abandon, sk,
+		setup_offers, setup_prepare, setup_attach, setup_describe, setup_abandon, sk,
 	};
 	struct smc_setup *setup = &sk->sh->setup;
 

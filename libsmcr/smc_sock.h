@@ -104,8 +104,9 @@ void smcr_sock_tcp_ended(struct smcr_sock *sk);
 /* A message carries sk to another process (count 1), or did not after all (-1). */
 void smcr_sock_passing(struct smcr_sock *sk, int count);
 
-/* fork() handlers: before, and after in both processes (see smc_sock.c). */
+/* fork() handlers: before, and after in the parent and in the child (see smc_sock.c). */
 void smcr_sock_fork_prepare(void);
 void smcr_sock_fork_done(void);
+void smcr_sock_fork_child(void);
 
 #endif

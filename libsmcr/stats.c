@@ -153,6 +153,7 @@ size_t smcr_stats_format(char *buf, size_t size)
 {
 	struct smcr_stats_counts s;
 	const struct smcr_stats_transport *shm = &s.transport[SMCR_TRANSPORT_SHM];
+	const struct smcr_stats_transport *rdma = &s.transport[SMCR_TRANSPORT_RDMA];
 	size_t used = 0;
 	const char *sep = "; fallback:";
 
@@ -170,6 +171,10 @@ size_t smcr_stats_format(char *buf, size_t size)
 	       (unsigned long long)s.smc_servers, (unsigned long long)shm->clients,
 	       (unsigned long long)shm->servers, (unsigned long long)shm->bytes_in,
 	       (unsigned long long)shm->bytes_out);
+	if (rdma->clients + rdma->servers)
+		append(buf, size, &used, "; rdma: %llu client, %llu server, %llu B in, %llu B out",
+		       (unsigned long long)rdma->clients, (unsigned long long)rdma->servers,
+		       (unsigned long long)rdma->bytes_in, (unsigned long long)rdma->bytes_out);
 	if (s.handshake_errors)
 		append(buf, size, &used, "; handshake errors: %llu",
 		       (unsigned long long)s.handshake_errors);

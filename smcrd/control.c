@@ -510,12 +510,13 @@ static ssize_t recv_request(const struct smcrd_client *c, struct smcr_control_ms
 	return mh.msg_flags & MSG_TRUNC ? n + 1 : n;
 }
 
-/* What every reply says of memory: in use, and max_memory. */
-static void memory_figures(const struct smcrd_control *ctl, struct smcr_control_msg *head,
-			   uint64_t limit)
+/* What every reply says of the host: memory in use, max_memory, the transports allowed. */
+static void host_figures(const struct smcrd_control *ctl, const struct smcrd *d,
+			 struct smcr_control_msg *head, uint64_t limit)
 {
 	head->bytes = ctl->used;
 	head->limit = limit;
+	head->transports = smcrd_transports(d);
 }
 
 /*
@@ -575,18 +576,18 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 		smcrd_describe(d, &st);
 		describe_procs(ctl, &st);
 		st.head = *m;
-		memory_figures(ctl, &st.head, limit);
+		host_figures(ctl, d, &st.head, limit);
 		return reply(c, &st, sizeof(st), NULL, 0);
 	case SMCR_CONTROL_STATS:
 		memset(&stats, 0, sizeof(stats));
 		describe_stats(ctl, &stats);
 		stats.head = *m;
-		memory_figures(ctl, &stats.head, limit);
+		host_figures(ctl, d, &stats.head, limit);
 		return reply(c, &stats, sizeof(stats), NULL, 0);
 	case SMCR_CONTROL_CONNS:
 		conns.head = *m;
 		smcrd_conns_page(ctl->clients, ctl->nclients, m->token, &conns);
-		memory_figures(ctl, &conns.head, limit);
+		host_figures(ctl, d, &conns.head, limit);
 		return reply(c, &conns, sizeof(conns), NULL, 0);
 	case SMCR_CONTROL_STATS_RESET:
 		reset_stats(ctl, c, m);
@@ -604,7 +605,7 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 			  c->comm, m->type);
 		return false;
 	}
-	memory_figures(ctl, m, limit);
+	host_figures(ctl, d, m, limit);
 	ok = reply(c, m, sizeof(*m), fds, nfds);
 	for (size_t i = 0; i < nfds; i++)
 		close(fds[i]);

@@ -63,6 +63,11 @@ uint64_t smcrd_memory_limit(const struct smcrd *d)
 	return (uint64_t)d->cfg.max_memory_mb << 20;
 }
 
+uint32_t smcrd_transports(const struct smcrd *d)
+{
+	return (d->cfg.shm ? SMCR_CONTROL_SHM : 0) | (d->cfg.rdma ? SMCR_CONTROL_RDMA : 0);
+}
+
 int smcrd_negotiation_maps(struct smcrd *d, int fds[2])
 {
 	fds[0] = smcr_negotiation_result_map_ro(d->negotiation);

@@ -31,6 +31,8 @@ struct smcrd {
 
 /* max_memory in bytes. */
 uint64_t smcrd_memory_limit(const struct smcrd *d);
+/* SMCR_CONTROL_SHM | SMCR_CONTROL_RDMA, as the configuration allows. */
+uint32_t smcrd_transports(const struct smcrd *d);
 
 /*
  * New descriptors for a registering process: fds[0] the handshake result map

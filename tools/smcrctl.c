@@ -52,7 +52,7 @@ const char smcrctl_usage[] =
 	"                        -r: then reset them to zero (root); --json: as JSON;\n"
 	"                        -i: again every SECONDS, the changes since the last\n"
 	"                        (-n: COUNT samples in all)\n"
-	"  conns [--pid PID] [--port PORT] [--mode smc|shm|tcp] [--json]\n"
+	"  conns [--pid PID] [--port PORT] [--mode smc|shm|rdma|tcp] [--json]\n"
 	"                        one line per open connection (like smcss -W): mode, or\n"
 	"                        why TCP; state, buffers, cursors, bytes\n"
 	"  check HOST [PORT]     an echo exchange to HOST under the preload: says whether\n"

@@ -15,7 +15,7 @@
 
 typedef unsigned long long ull;
 
-enum mode_filter { ANY, SMC, SHM, TCP };
+enum mode_filter { ANY, SMC, SHM, RDMA, TCP };
 
 struct conns_opts {
 	long pid;                       /* 0: any */
@@ -38,6 +38,8 @@ static bool wanted(const struct conns_opts *o, const struct smcr_control_conn *e
 		return smc;
 	case SHM:
 		return smc && c->transport == SMCR_TRANSPORT_SHM;
+	case RDMA:
+		return smc && c->transport == SMCR_TRANSPORT_RDMA;
 	case TCP:
 		return tcp;
 	default:
@@ -139,7 +141,7 @@ static int parse(char **args, int nargs, struct conns_opts *o)
 		} else if (strcmp(args[i], "--mode") == 0 && value) {
 			const char *m = args[++i];
 			o->mode = strcmp(m, "smc") == 0 ? SMC : strcmp(m, "shm") == 0 ? SHM :
-				  strcmp(m, "tcp") == 0 ? TCP : ANY;
+				  strcmp(m, "rdma") == 0 ? RDMA : strcmp(m, "tcp") == 0 ? TCP : ANY;
 			if (o->mode == ANY)
 				return -1;
 		} else {

@@ -135,7 +135,7 @@ expect_eq "smcrd's descriptors after the killed offerer" "$(fds "$base")" "$base
 version=$(sed -n 's/^#define SMCR_CONTROL_VERSION \([0-9]*\).*/\1/p' "$(dirname "$0")/../../libsmcr/control_proto.h")
 "$PY" - "$SMCR_RUNDIR/smcrd.sock" "$version" > "$WORK/release.out" << 'PY' &
 import array, fcntl, os, socket, struct, sys, time
-MSG = "<HHiQQQ240s"                     # struct smcr_control_msg
+MSG = "<HHiQQQII240s"                   # struct smcr_control_msg
 version, OFFER, RELEASE = int(sys.argv[2]), 6, 3
 ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 ctl.connect(sys.argv[1])
@@ -149,10 +149,10 @@ efd = os.eventfd(0, os.EFD_NONBLOCK)
 state = os.memfd_create("state", os.MFD_ALLOW_SEALING)
 os.ftruncate(state, 4096)
 fcntl.fcntl(state, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
-ctl.sendmsg([struct.pack(MSG, version, OFFER, 0, 65536, 0, 0, b"")],
+ctl.sendmsg([struct.pack(MSG, version, OFFER, 0, 65536, 0, 0, 0, 0, b"")],
             [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [client.fileno(), memfd, efd, state]))])
 result = struct.unpack(MSG, ctl.recv(512))[2]
-ctl.send(struct.pack(MSG, version, RELEASE, 0, 65536, 0, 0, b""))
+ctl.send(struct.pack(MSG, version, RELEASE, 0, 65536, 0, 0, 0, 0, b""))
 print("offered" if result == 0 else "refused %d" % result, flush=True)
 time.sleep(20)
 PY

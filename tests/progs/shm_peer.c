@@ -290,7 +290,7 @@ static int new_eventfd(void)
 static int offer_state(int sock, int memfd, uint64_t bytes, int efd, uint64_t *token)
 {
 	int state = smcr_shm_memfd((uint64_t)sysconf(_SC_PAGESIZE));
-	int rc = state < 0 ? state : smcr_shm_offer(sock, memfd, bytes, efd, state, token);
+	int rc = state < 0 ? state : smcr_shm_offer(sock, memfd, bytes, efd, state, token, NULL);
 
 	if (state >= 0)
 		close(state);
@@ -659,14 +659,14 @@ static int run_bad(uint64_t beyond)
 	uint64_t token;
 	int state = sealed_memfd(page, 0);
 	memfd = smcr_shm_memfd(bytes);
-	expect_rc(smcr_shm_offer(client, memfd, bytes, new_eventfd(), state, &token), -EINVAL,
+	expect_rc(smcr_shm_offer(client, memfd, bytes, new_eventfd(), state, &token, NULL), -EINVAL,
 		  "an unsealed state memfd");
 	close(state);
 	state = sealed_memfd(256 * page, fixed);
-	expect_rc(smcr_shm_offer(client, memfd, bytes, new_eventfd(), state, &token), -EINVAL,
+	expect_rc(smcr_shm_offer(client, memfd, bytes, new_eventfd(), state, &token, NULL), -EINVAL,
 		  "a state memfd of a megabyte");
 	close(state);
-	expect_rc(smcr_shm_offer(client, memfd, bytes, new_eventfd(), new_eventfd(), &token),
+	expect_rc(smcr_shm_offer(client, memfd, bytes, new_eventfd(), new_eventfd(), &token, NULL),
 		  -EINVAL, "an eventfd as the state");
 	close(memfd);
 

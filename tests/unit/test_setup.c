@@ -1,7 +1,7 @@
 /*
  * Unit tests of the CLC exchange (libsmcr/smc_setup.c) over real TCP
  * loopback connections, client and server in two threads, with a fake
- * transport whose prepare and attach can be made to fail.
+ * transport whose offers, prepare and attach can be made to fail.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -21,19 +21,61 @@
 
 struct fake {
 	uint64_t token;                 /* ours, put in Accept/Confirm */
-	enum smcr_reason prepare_fails, attach_fails;
+	enum smc_type offers;           /* 0 (SMC_TYPE_R) is taken for "D", the usual */
+	bool offers_set;                /* offers as given, R included */
+	enum smcr_reason offers_fail, prepare_fails, attach_fails;
 	int prepared, attached, abandoned;
+	enum smc_type prepared_type;
+	uint8_t peer_lcl_id;            /* server: peer_id[7] of the Proposal's local block */
 	uint64_t peer_token;
+	bool peer_first_contact;
 };
 
-static enum smcr_reason fake_prepare(void *ctx, struct smc_clc_accept_confirm *ours)
+/* Our SMC-R local block: its last peer_id byte names the side. */
+static void fake_lcl(const struct fake *f, struct smc_clc_local *lcl)
+{
+	memset(lcl, 0, sizeof(*lcl));
+	lcl->peer_id[7] = (uint8_t)f->token;
+	lcl->gid[15] = 1;
+}
+
+static enum smcr_reason fake_offers(void *ctx, enum smc_type *type, struct smc_clc_local *lcl)
+{
+	struct fake *f = ctx;
+	*type = f->offers_set ? f->offers : SMC_TYPE_D;
+	if (f->offers_fail)
+		return f->offers_fail;
+	if (*type == SMC_TYPE_R || *type == SMC_TYPE_B)
+		fake_lcl(f, lcl);
+	return SMCR_REASON_NONE;
+}
+
+static enum smcr_reason fake_prepare(void *ctx, enum smc_type type, const struct smc_clc_local *peer)
 {
 	struct fake *f = ctx;
 	if (f->prepare_fails)
 		return f->prepare_fails;
 	f->prepared++;
-	ours->d.token = f->token;
-	ours->d.dmbe_size = 2;
+	f->prepared_type = type;
+	if (peer)
+		f->peer_lcl_id = peer->peer_id[7];
+	return SMCR_REASON_NONE;
+}
+
+static enum smcr_reason fake_describe(void *ctx, struct smc_clc_accept_confirm *ours)
+{
+	struct fake *f = ctx;
+	memset(ours, 0, sizeof(*ours));
+	if (f->prepared_type == SMC_TYPE_D) {
+		ours->d.token = f->token;
+		ours->d.dmbe_size = 2;
+		return SMCR_REASON_NONE;
+	}
+	fake_lcl(f, &ours->r.lcl);
+	ours->r.qpn = 0x100 + (uint32_t)f->token;
+	ours->r.rmbe_alert_token = (uint32_t)f->token;
+	ours->r.rmbe_size = 4;
+	ours->first_contact = true;
 	return SMCR_REASON_NONE;
 }
 
@@ -43,7 +85,8 @@ static enum smcr_reason fake_attach(void *ctx, const struct smc_clc_accept_confi
 	if (f->attach_fails)
 		return f->attach_fails;
 	f->attached++;
-	f->peer_token = peer->d.token;
+	f->peer_token = peer->smc_type == SMC_TYPE_D ? peer->d.token : peer->r.rmbe_alert_token;
+	f->peer_first_contact = peer->first_contact;
 	return SMCR_REASON_NONE;
 }
 
@@ -51,6 +94,8 @@ static void fake_abandon(void *ctx)
 {
 	((struct fake *)ctx)->abandoned++;
 }
+
+#define FAKE_TRANSPORT(f) { fake_offers, fake_prepare, fake_attach, fake_describe, fake_abandon, (f) }
 
 struct side {
 	bool client;
@@ -66,7 +111,7 @@ struct side {
 static void *run_side(void *arg)
 {
 	struct side *sd = arg;
-	struct smc_setup_transport t = { fake_prepare, fake_attach, fake_abandon, &sd->fake };
+	struct smc_setup_transport t = FAKE_TRANSPORT(&sd->fake);
 
 	if (sd->client)
 		smc_setup_client(&sd->setup, sd->sock, sd->gid, &t);
@@ -195,6 +240,76 @@ static void server_commits_only_after_confirm(void **state)
 	assert_int_equal(s.fake.abandoned, 1);
 }
 
+/* Two hosts that both offer RDMA: SMC-R, the server linking to the client's local block. */
+static void other_host_rdma(void **state)
+{
+	(void)state;
+	struct side c = { .gid = 0x99999999ull << 32 | 1, .fake = { .token = 0xc1,
+			  .offers = SMC_TYPE_B, .offers_set = true }, .send_after = "ping" };
+	struct side s = { .gid = HOST_GID(2), .fake = { .token = 0x51, .offers = SMC_TYPE_B,
+			  .offers_set = true }, .send_after = "pong" };
+	exchange(&c, &s);
+	assert_int_equal(c.setup.state, SMC_SETUP_DONE);
+	assert_int_equal(s.setup.state, SMC_SETUP_DONE);
+	assert_int_equal(c.fake.prepared_type, SMC_TYPE_R);
+	assert_int_equal(s.fake.prepared_type, SMC_TYPE_R);
+	assert_int_equal(s.fake.peer_lcl_id, 0xc1);         /* the Proposal's local block */
+	assert_int_equal(c.fake.peer_token, 0x51);
+	assert_int_equal(s.fake.peer_token, 0xc1);
+	assert_true(c.fake.peer_first_contact);
+	assert_true(s.fake.peer_first_contact);             /* the client echoes it */
+	assert_string_equal(s.received, "ping");
+	assert_string_equal(c.received, "pong");
+}
+
+/* One host, both offer both: shared memory; with shm off on the server, RDMA. */
+static void same_host_prefers_shm(void **state)
+{
+	(void)state;
+	for (int shm_off = 0; shm_off < 2; shm_off++) {
+		struct side c = { .gid = HOST_GID(1), .fake = { .token = 1, .offers = SMC_TYPE_B,
+				  .offers_set = true } };
+		struct side s = { .gid = HOST_GID(2), .fake = { .token = 2, .offers_set = true,
+				  .offers = shm_off ? SMC_TYPE_R : SMC_TYPE_B } };
+		exchange(&c, &s);
+		assert_int_equal(c.setup.state, SMC_SETUP_DONE);
+		assert_int_equal(s.setup.state, SMC_SETUP_DONE);
+		assert_int_equal(s.fake.prepared_type, shm_off ? SMC_TYPE_R : SMC_TYPE_D);
+		assert_int_equal(c.fake.prepared_type, s.fake.prepared_type);
+	}
+}
+
+/* Another host, and the server has no RDMA: NOSMCDEV, nothing prepared. */
+static void other_host_without_rdma_declined(void **state)
+{
+	(void)state;
+	struct side c = { .gid = 0x99999999ull << 32 | 1, .fake = { .offers = SMC_TYPE_B,
+			  .offers_set = true } };
+	struct side s = { .gid = HOST_GID(2) };
+	exchange(&c, &s);
+	assert_int_equal(s.setup.state, SMC_SETUP_FALLBACK);
+	assert_int_equal(s.setup.reason, SMCR_REASON_NOSMCDEV);
+	assert_int_equal(s.fake.prepared + c.fake.prepared, 0);
+	assert_int_equal(c.setup.reason, SMCR_REASON_PEERDECL);
+}
+
+/* A client that can offer nothing declines at once, with its reason. */
+static void client_without_transport_declines(void **state)
+{
+	(void)state;
+	struct side c = { .gid = HOST_GID(1), .fake.offers_fail = SMCR_REASON_MEM,
+			  .send_after = "a" };
+	struct side s = { .gid = HOST_GID(2), .send_after = "b" };
+	exchange(&c, &s);
+	assert_int_equal(c.setup.state, SMC_SETUP_FALLBACK);
+	assert_int_equal(c.setup.reason, SMCR_REASON_MEM);
+	assert_int_equal(s.setup.state, SMC_SETUP_FALLBACK);
+	assert_int_equal(s.setup.reason, SMCR_REASON_PEERDECL);
+	assert_int_equal(s.setup.peer_diagnosis, 0x01010000u);
+	assert_string_equal(s.received, "a");
+	assert_string_equal(c.received, "b");
+}
+
 /* A "client" that sends raw bytes: the server must not take them for CLC. */
 static struct smc_setup raw_server(const void *bytes, size_t len, int64_t timeout_ms)
 {
@@ -290,8 +405,8 @@ static void progress_without_waiting(void **state)
 	(void)state;
 	int c, s;
 	struct fake fc = { .token = 1 }, fs = { .token = 2 };
-	struct smc_setup_transport tc = { fake_prepare, fake_attach, fake_abandon, &fc };
-	struct smc_setup_transport ts = { fake_prepare, fake_attach, fake_abandon, &fs };
+	struct smc_setup_transport tc = FAKE_TRANSPORT(&fc);
+	struct smc_setup_transport ts = FAKE_TRANSPORT(&fs);
 	struct smc_setup client, server;
 	tcp_pair(&c, &s);
 	smc_setup_server(&server, s, HOST_GID(2), &ts);
@@ -315,6 +430,10 @@ int main(void)
 		cmocka_unit_test(both_smc),
 		cmocka_unit_test(server_out_of_memory_declines),
 		cmocka_unit_test(client_attach_failure_declines),
+		cmocka_unit_test(other_host_rdma),
+		cmocka_unit_test(same_host_prefers_shm),
+		cmocka_unit_test(other_host_without_rdma_declined),
+		cmocka_unit_test(client_without_transport_declines),
 		cmocka_unit_test(other_host_declined),
 		cmocka_unit_test(server_commits_only_after_confirm),
 		cmocka_unit_test(garbage_resets),
