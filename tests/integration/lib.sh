@@ -167,8 +167,8 @@ summary() {
 	while read -r t_in t_out; do
 		[ -n "$t_in" ] || continue
 		b_in=$((b_in + t_in)) b_out=$((b_out + t_out))
-	done < <(grep -oE '[a-z]+: [0-9]+ client, [0-9]+ server, [0-9]+ B in, [0-9]+ B out' <<< "$line" |
-		 sed -E 's/.* ([0-9]+) B in, ([0-9]+) B out/\1 \2/')
+	done <<< "$(grep -oE '[a-z]+: [0-9]+ client, [0-9]+ server, [0-9]+ B in, [0-9]+ B out' <<< "$line" |
+		    sed -E 's/.* ([0-9]+) B in, ([0-9]+) B out/\1 \2/')"    # not <(...): no /dev/fd in tests/vm's guests
 	echo "$lis $cli $srv $b_in $b_out"
 }
 

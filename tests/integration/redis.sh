@@ -28,7 +28,7 @@ declare -A dbsize connections
 port=16379
 for mode in plain smcr; do
 	start_bg "redis-$mode" "$mode" redis-server --save '' --appendonly no --port "$port" \
-		--bind "$TEST_ADDR" --dir "$WORK" --logfile "$WORK/redis-$mode.log"
+		--bind "$TEST_ADDR" --protected-mode no --dir "$WORK" --logfile "$WORK/redis-$mode.log"
 	srv=$LAST_PID
 	wait_port "$port" "$srv" || continue
 

@@ -80,7 +80,7 @@ except Exception as x:
 
 case $role-$app in
 server-redis)
-	redis-server --save '' --appendonly no --bind "$addr" --port "$port" --dir "$work" &
+	redis-server --save "" --appendonly no --protected-mode no --bind "$addr" --port "$port" --dir "$work" &
 	pid=$!
 	listening "$port" "$pid"
 	wait "$pid"
