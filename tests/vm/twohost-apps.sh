@@ -151,7 +151,7 @@ client-sockperf)
 		if [ "${sent:-0}" -ge 100 ]; then ok "sockperf $run: $sent messages sent"; else bad "sockperf $run: ${sent:-no} messages sent"; fi
 	done ;;
 server-stress)
-	"$build/bin/stress" server "$port" --addr "$addr" --conns "$STRESS_CONNS" --io=epoll --timeout 240 \
+	"$build/bin/stress" server "$port" --addr "$addr" --conns "$STRESS_CONNS" --io=epoll --timeout 150 \
 		> "$work/server.out" &
 	pid=$!
 	listening "$port" "$pid"
@@ -161,7 +161,7 @@ server-stress)
 	expect "stress server connections" "$(sed -nE 's/^stress server: ([0-9]+) connections.*/\1/p' "$work/server.out")" "$STRESS_CONNS" ;;
 client-stress)
 	"$build/bin/stress" client "$port" --addr "$addr" --conns "$STRESS_CONNS" --parallel 8 \
-		--max-bytes "$STRESS_MAX_BYTES" --seed 20240611 --io=poll --timeout 240 > "$work/client.out"
+		--max-bytes "$STRESS_MAX_BYTES" --seed 20240611 --io=poll --timeout 150 > "$work/client.out"
 	expect "stress client exit status" "$?" 0
 	cat "$work/client.out"
 	expect "stress client connections" "$(sed -nE 's/^stress client: ([0-9]+) connections.*/\1/p' "$work/client.out")" "$STRESS_CONNS" ;;
