@@ -36,8 +36,13 @@ __attribute__((destructor)) static void smcr_fini(void)
 
 	if (smcr_log_level < SMCR_LOG_INFO)
 		return;
+	uint64_t seen;
+
 	smcr_stats_snapshot(&s);
-	if (!(s.tcp_listeners | s.tcp_clients | s.tcp_servers | s.tcp_bytes_in | s.tcp_bytes_out))
+	seen = s.tcp_listeners | s.tcp_clients | s.tcp_servers | s.tcp_bytes_in | s.tcp_bytes_out;
+	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++)     /* a forked child's inherited SMC traffic */
+		seen |= s.transport[t].bytes_in | s.transport[t].bytes_out;
+	if (!seen)
 		return;                 /* nothing to say about a process without TCP */
 	smcr_stats_format(summary, sizeof(summary));
 	smcr_log(SMCR_LOG_INFO, "%s: %s", program_invocation_short_name, summary);

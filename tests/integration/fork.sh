@@ -8,9 +8,13 @@
 # moved no data itself (a forked child's traffic is the child's), each client
 # counted exactly its payload out and back in, and each socat child, which
 # exits normally, counted exactly its payload in and out from zero.  (The
-# python children leave with os._exit, so they print no summary.)
+# python children leave with os._exit, so they print no summary.)  On
+# $SMCR_TEST_ADDR (lib.sh); with SMCR_TEST_TRANSPORT set, smcrd runs and
+# every connection under the preload must go over that transport.
 . "$(dirname "$0")/lib.sh"
 need socat
+daemon=0
+with_smcrd 19101-19104 256 && daemon=1
 
 N=8
 SIZE=$((1024 * 1024))
@@ -32,7 +36,7 @@ class Echo(socketserver.BaseRequestHandler):
 class Server(socketserver.ForkingTCPServer):
     allow_reuse_address = True
 
-server = Server(("127.0.0.1", int(sys.argv[1])), Echo)
+server = Server((sys.argv[2], int(sys.argv[1])), Echo)
 try:
     server.serve_forever()
 except KeyboardInterrupt:
@@ -45,10 +49,10 @@ for kind in socat python; do
 	for mode in plain smcr; do
 		name=$kind-$mode
 		if [ "$kind" = socat ]; then
-			start_bg "server-$name" "$mode" socat "TCP-LISTEN:$port,reuseaddr,fork,bind=127.0.0.1" EXEC:cat
+			start_bg "server-$name" "$mode" socat "TCP-LISTEN:$port,reuseaddr,fork,bind=$TEST_ADDR" EXEC:cat
 			prog=socat
 		else
-			start_bg "server-$name" "$mode" "$PY" "$WORK/forking_echo.py" "$port"
+			start_bg "server-$name" "$mode" "$PY" "$WORK/forking_echo.py" "$port" "$TEST_ADDR"
 			prog=python3
 		fi
 		srv=$LAST_PID
@@ -57,7 +61,7 @@ for kind in socat python; do
 		pids=()
 		for i in $(seq 1 $N); do
 			# -t: after sending everything, wait for the whole echo.
-			run_mode "$mode" timeout 30 socat -t 30 - "TCP:127.0.0.1:$port" \
+			run_mode "$mode" timeout 30 socat -t 30 - "TCP:$TEST_ADDR:$port" \
 				< "$WORK/payload$i" > "$WORK/echo-$name-$i" 2> "$WORK/client-$name-$i.err" &
 			pids+=($!)
 		done
@@ -104,10 +108,12 @@ for kind in socat python; do
 		done
 		expect_eq "$name: clients whose libsmcr saw the connect and counted $SIZE out and in" "$clients_ok" "$N"
 		if [ "$kind" = socat ]; then
-			children=$(sed -nE "/^libsmcr\[$srv\]/d; s/^libsmcr\[[0-9]+\]: info: socat: tcp: (.*) connections; (.*) bytes in, ([0-9]+) out.*/\1 \2 \3/p" "$serr" | sort | uniq -c | sed 's/^ *//')
+			children=$(for pid in $(sed -nE "s/^libsmcr\[([0-9]+)\]: info: socat: tcp: .*/\1/p" "$serr" | grep -vx "$srv"); do
+					summary "$serr" socat "$pid"; done | sort | uniq -c | sed 's/^ *//')
 			expect_eq "$name: forked children's libsmcr summaries" "$children" \
-				"$N 0 listener, 0 client, 0 server $SIZE $SIZE"
+				"$N 0 0 0 $SIZE $SIZE"
 		fi
+		[ "$daemon" = 0 ] || on_transport "$name" "$N" $((2 * N * SIZE))
 		port=$((port + 1))
 	done
 done

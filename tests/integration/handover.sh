@@ -69,7 +69,7 @@ wait_listen 17230 "$srv"
 expect_eq "SCM_RIGHTS: 4 echoes of 3 MiB through a worker" \
 	"$(run_mode smcr timeout 60 "$PY" "$WORK/client.py" 17230 4 $((3 << 20)) 2> "$WORK/client1.err")" same
 stop_bg "$srv"
-on_shm "SCM_RIGHTS" 4 $((2 * 4 * (3 << 20)))
+on_transport "SCM_RIGHTS" 4 $((2 * 4 * (3 << 20)))
 
 # 2. exec: socat's child becomes cat, the connection its stdin and stdout.
 start_bg socat-exec smcr timeout 60 socat TCP-LISTEN:17231,reuseaddr,fork,bind=127.0.0.1 \
@@ -79,7 +79,7 @@ wait_listen 17231 "$srv"
 expect_eq "exec: 3 echoes of 2 MiB by cat" \
 	"$(run_mode smcr timeout 60 "$PY" "$WORK/client.py" 17231 3 $((2 << 20)) 2> "$WORK/client2.err")" same
 stop_bg "$srv"
-on_shm "exec" 3 $((2 * 3 * (2 << 20)))
+on_transport "exec" 3 $((2 * 3 * (2 << 20)))
 
 # 3. fork: parent and child answer in turn on one connection (a pipe passes the turn).
 cat > "$WORK/turns.py" <<'EOF'
@@ -115,6 +115,6 @@ wait_listen 17232 "$srv"
 expect_eq "fork: 200 answers from parent and child in turn" \
 	"$(run_mode smcr timeout 60 "$PY" "$WORK/turns.py" client 17232 2> "$WORK/client3.err")" "in turn"
 stop_bg "$srv"
-on_shm "fork in turn" 1 1000
+on_transport "fork in turn" 1 1000
 
 finish

@@ -7,11 +7,15 @@
 # control and data connections, and its byte counters must match what iperf3
 # moved: the receiver's "bytes in" at least the received payload and at most a
 # little more (the control connection), and the same for the sender's "bytes
-# out"; what one end's libsmcr counted out, the other's counted in.
+# out"; what one end's libsmcr counted out, the other's counted in.  On
+# $SMCR_TEST_ADDR (lib.sh); with SMCR_TEST_TRANSPORT set, smcrd runs and both
+# connections must go over that transport.  IPERF3_MIB (100): the size.
 . "$(dirname "$0")/lib.sh"
 need iperf3
+daemon=0
+with_smcrd 15201-15202 256 && daemon=1
 
-BYTES=$((100 * 1024 * 1024))
+BYTES=$((${IPERF3_MIB:-100} * 1024 * 1024))
 SLACK=65536     # control connection traffic around the payload
 
 # json FILE: "SENT RECEIVED" from an iperf3 JSON report (sum_sent.bytes and
@@ -47,10 +51,10 @@ for mode in plain smcr; do
 			reverse) opts=(-R) ;;
 		esac
 		name=$mode-$run
-		start_bg "server-$name" "$mode" iperf3 -s -1 -p "$port" -J
+		start_bg "server-$name" "$mode" iperf3 -s -1 -B "$TEST_ADDR" -p "$port" -J
 		srv=$LAST_PID
 		wait_listen "$port" "$srv" || continue
-		run_mode "$mode" timeout 20 iperf3 -c 127.0.0.1 -p "$port" -n "$BYTES" -J "${opts[@]}" \
+		run_mode "$mode" timeout 20 iperf3 -c "$TEST_ADDR" -p "$port" -n "$BYTES" -J "${opts[@]}" \
 			> "$WORK/client-$name.out" 2> "$WORK/client-$name.err"
 		expect_eq "$name: client exit status" "$?" 0
 		stop_bg "$srv" - 10
@@ -90,6 +94,7 @@ for mode in plain smcr; do
 		expect_at_least "$name: sender's libsmcr bytes out vs receiver's in" "${snd_out:-0}" "${rcv_in:-1}"
 		# The control connection is read to the end on both sides.
 		expect_eq "$name: receiver's libsmcr out = sender's in" "${rcv_out:-none}" "${snd_in:-}"
+		[ "$daemon" = 0 ] || on_transport "$name" 2 "$recv"
 	done
 	port=$((port + 1))
 done

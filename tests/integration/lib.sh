@@ -10,7 +10,7 @@
 #                      process goes where the caller redirects it
 #   start_bg NAME MODE CMD...   starts a server in the background, its output in
 #                      $WORK/NAME.out / $WORK/NAME.err; killed at exit
-#   wait_port PORT [PID]   waits until something listens on 127.0.0.1:PORT
+#   wait_port PORT [PID]   waits until something listens on $TEST_ADDR:PORT
 #                      (gives up early if process PID, the server, exits)
 #   wait_listen PORT [PID] the same, without connecting to it
 #   stop_bg PID [SIG [SECS]]   stops such a server so that it exits cleanly
@@ -20,8 +20,25 @@
 #                      (packet captures: see below)
 #   libsmcr_saw NAME MODE PROG SERVER_PID N   what libsmcr counted (see below)
 #   stats_counter NAME  one counter of `smcrctl stats --json` (see below)
-#   start_smcrd PORTS MB, on_shm NAME CONNS BYTES   smcrd for a test; what went on shm
+#   start_smcrd PORTS MB   smcrd for a test (see below)
+#   on_transport NAME CONNS BYTES   what went over the transport under test
+#   transport_counter FIELD [T]     one counter of that transport (or of T)
 #   pass MSG / fail MSG / finish
+#
+# Two environment variables say where and over what the tests run; unset,
+# everything runs as it always has (loopback, shared memory):
+#   SMCR_TEST_ADDR (127.0.0.1, as $TEST_ADDR): the address the tests'
+#       servers listen on and their clients connect to, the one waited for by
+#       wait_port, and smcrd's ip_addr_list in start_smcrd ("127.0.0.1 ::1"
+#       for the default);
+#   SMCR_TEST_TRANSPORT (shm, as $TEST_TRANSPORT; or rdma): the transport
+#       the SMC connections must take.  With rdma, start_smcrd writes shm = 0
+#       (same-host peers then go over RDMA: it needs an RDMA device on
+#       $TEST_ADDR, not loopback) and on_transport checks the rdma counters,
+#       and that shm counted nothing.  The tests that compare programs plainly
+#       and under the preload (redis, iperf3, sockperf, socat, fork) start
+#       smcrd only if it is set (with_smcrd): unset, their preloaded runs go
+#       on TCP as always (no daemon).
 set -u
 BUILD=$(cd "${1:?usage: $0 BUILD_DIR}" && pwd)
 BIN=$BUILD/bin
@@ -29,6 +46,12 @@ LIB=$BUILD/lib/libsmcr.so
 WORK=$(mktemp -d /tmp/smcr-test.XXXXXX)
 FAILED=0
 BG_PIDS=()
+TEST_ADDR=${SMCR_TEST_ADDR:-127.0.0.1}
+TEST_TRANSPORT=${SMCR_TEST_TRANSPORT:-shm}
+case $TEST_TRANSPORT in
+	shm|rdma) ;;
+	*) echo "FAIL: SMCR_TEST_TRANSPORT=$TEST_TRANSPORT: shm or rdma"; exit 1 ;;
+esac
 
 cleanup() {
 	for pid in "${BG_PIDS[@]}"; do
@@ -102,7 +125,7 @@ stop_bg() {
 
 wait_port() {
 	for _ in $(seq 1 100); do
-		if (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; then return 0; fi
+		if (exec 3<>"/dev/tcp/$TEST_ADDR/$1") 2>/dev/null; then return 0; fi
 		if [ -n "${2:-}" ] && ! kill -0 "$2" 2>/dev/null; then break; fi
 		sleep 0.1
 	done
@@ -133,9 +156,20 @@ seen() {
 # summary FILE PROG [PID]: the counters of the exit summary that PROG's
 # libsmcr (pid PID if given, else the last one) printed in FILE, as
 # "LISTENERS CLIENTS SERVERS BYTES_IN BYTES_OUT"; empty if there is none.
+# The bytes are all the program moved: through TCP, plus those of each SMC
+# transport in the summary ("shm: C client, S server, I B in, O B out").
 summary() {
-	local pid=${3:-[0-9]+}
-	sed -nE "s/^libsmcr\[($pid)\]: info: $2: tcp: ([0-9]+) listener, ([0-9]+) client, ([0-9]+) server connections; ([0-9]+) bytes in, ([0-9]+) out.*/\2 \3 \4 \5 \6/p" "$1" | tail -n 1
+	local pid=${3:-[0-9]+} line tcp lis cli srv b_in b_out t_in t_out
+	line=$(grep -E "^libsmcr\[($pid)\]: info: $2: tcp: " "$1" | tail -n 1)
+	tcp=$(sed -nE 's/.*: tcp: ([0-9]+) listener, ([0-9]+) client, ([0-9]+) server connections; ([0-9]+) bytes in, ([0-9]+) out.*/\1 \2 \3 \4 \5/p' <<< "$line")
+	[ -n "$tcp" ] || return 0
+	read -r lis cli srv b_in b_out <<< "$tcp"
+	while read -r t_in t_out; do
+		[ -n "$t_in" ] || continue
+		b_in=$((b_in + t_in)) b_out=$((b_out + t_out))
+	done <<< "$(grep -oE '[a-z]+: [0-9]+ client, [0-9]+ server, [0-9]+ B in, [0-9]+ B out' <<< "$line" |
+		    sed -E 's/.* ([0-9]+) B in, ([0-9]+) B out/\1 \2/')"    # not <(...): no /dev/fd in tests/vm's guests
+	echo "$lis $cli $srv $b_in $b_out"
 }
 
 # libsmcr_saw NAME MODE PROG SERVER_PID N: in a plain run, no libsmcr line in
@@ -160,6 +194,7 @@ libsmcr_saw() {
 
 # stats_counter NAME: the counter NAME of `smcrctl stats --json` (of the smcrd
 # at $SMCR_RUNDIR), wherever it sits in the object; "none" if it has none.
+# A dotted NAME is a path from the top: transports.rdma.clients.
 stats_counter() {
 	"$BIN/smcrctl" stats --json | "$PY" -c '
 import json, sys
@@ -172,44 +207,86 @@ def find(o):
             if found is not None:
                 return found
     return None
-found = find(json.load(sys.stdin))
+def path(o):
+    for k in sys.argv[1].split("."):
+        if not isinstance(o, dict) or k not in o:
+            return None
+        o = o[k]
+    return o
+j = json.load(sys.stdin)
+found = path(j) if "." in sys.argv[1] else find(j)
 print("none" if found is None else found)' "$1"
 }
 
-# start_smcrd PORTS MAX_MEMORY_MB: smcrd (root) with SMC on for loopback and
-# the ports PORTS, its run directory and configuration in $WORK; the test
-# ends here if it does not come up.
+# transport_counter FIELD [TRANSPORT]: FIELD (clients, servers, bytes_in,
+# ...) of TRANSPORT's counters ($TEST_TRANSPORT's if not given) in
+# `smcrctl stats --json`; "none" if there are none.
+transport_counter() {
+	stats_counter "transports.${2:-$TEST_TRANSPORT}.$1"
+}
+
+# start_smcrd PORTS MAX_MEMORY_MB: smcrd (root) with SMC on for $TEST_ADDR
+# (127.0.0.1 and ::1 by default) and the ports PORTS, and shm = 0 if the
+# transport under test is rdma; its run directory and configuration in
+# $WORK, its pid in $SMCRD_PID.  The test ends here if it does not come up.
 start_smcrd() {
+	local addrs=$TEST_ADDR shm=1
 	[ "$(id -u)" = 0 ] || { fail "needs root (smcrd loads a BPF program)"; finish; }
+	[ "$TEST_ADDR" = 127.0.0.1 ] && addrs="127.0.0.1 ::1"
+	[ "$TEST_TRANSPORT" = rdma ] && shm=0
 	export SMCR_RUNDIR=$WORK/run
 	CONF=$WORK/smcr.conf
 	cp "$(dirname "${BASH_SOURCE[0]}")/../../conf/smcr.conf" "$CONF"
-	"$BIN/smcrctl" -c "$CONF" set enabled=1 "ip_addr_list=127.0.0.1 ::1" \
-		"port_range_list=$1" "max_memory=$2" > /dev/null
+	"$BIN/smcrctl" -c "$CONF" set enabled=1 "ip_addr_list=$addrs" \
+		"port_range_list=$1" "max_memory=$2" "shm=$shm" > /dev/null
 	start_bg smcrd plain "$BIN/smcrd" -f -c "$CONF"
+	SMCRD_PID=$LAST_PID
 	for _ in $(seq 50); do "$BIN/smcrctl" status > /dev/null 2>&1 && break; sleep 0.1; done
 	"$BIN/smcrctl" status > /dev/null || { fail "smcrd did not start: $(cat "$WORK/smcrd.err")"; finish; }
 }
 
-# on_shm NAME CONNS MIN_BYTES: since the last call, CONNS more connections
-# (at least) went on shm at each end, carrying at least MIN_BYTES, and no TCP
-# byte went with them beyond what the programs' own control traffic used.
-last_cli=0 last_srv=0 last_bytes=0
-on_shm() {
-	local name=$1 conns=$2 bytes=$3 cli srv b
-	cli=$(stats_counter shm_clients) srv=$(stats_counter shm_servers)
-	b=$(stats_counter shm_bytes_in)
-	if [ $((cli - last_cli)) -ge "$conns" ] && [ $((srv - last_srv)) -ge "$conns" ]; then
-		pass "$name: $((cli - last_cli)) client and $((srv - last_srv)) server connections on shm"
+# with_smcrd PORTS MAX_MEMORY_MB: for the tests that run programs plainly and
+# under the preload: start_smcrd if SMCR_TEST_TRANSPORT is set (their
+# preloaded runs must then go over that transport: on_transport), nothing
+# otherwise (they stay on TCP, as they always have).  Returns 1 if it did
+# not start one.
+with_smcrd() {
+	[ -n "${SMCR_TEST_TRANSPORT:-}" ] || return 1
+	start_smcrd "$@"
+	echo "smcrd: ip_addr_list $TEST_ADDR, transport $TEST_TRANSPORT"
+}
+
+# on_transport NAME CONNS MIN_BYTES [FALLBACKS]: since the last call, CONNS
+# more connections (at least) went over $TEST_TRANSPORT at each end,
+# carrying at least MIN_BYTES, and FALLBACKS (0) connection ends fell back
+# to TCP; with CONNS 0, none went over it (and fallbacks are not checked).
+# With rdma, shm carried none at all (shm = 0).
+last_cli=0 last_srv=0 last_bytes=0 last_fallbacks=0
+on_transport() {
+	local name=$1 conns=$2 bytes=$3 fallbacks=${4:-0} t=$TEST_TRANSPORT cli srv b fb shm v
+	cli=$(transport_counter clients) srv=$(transport_counter servers)
+	b=$(transport_counter bytes_in) fb=$(stats_counter connections.fallbacks)
+	for v in "$cli" "$srv" "$b" "$fb"; do
+		[[ $v =~ ^[0-9]+$ ]] || { fail "$name: smcrctl stats --json: no $t counters ('$v')"; return; }
+	done
+	if [ "$conns" = 0 ]; then
+		expect_eq "$name: client and server connections on $t" "$((cli - last_cli)) $((srv - last_srv))" "0 0"
+	elif [ $((cli - last_cli)) -ge "$conns" ] && [ $((srv - last_srv)) -ge "$conns" ]; then
+		pass "$name: $((cli - last_cli)) client and $((srv - last_srv)) server connections on $t"
 	else
-		fail "$name: on shm: $((cli - last_cli)) client, $((srv - last_srv)) server; expected >= $conns each"
+		fail "$name: on $t: $((cli - last_cli)) client, $((srv - last_srv)) server; expected >= $conns each"
 	fi
 	if [ $((b - last_bytes)) -ge "$bytes" ]; then
-		pass "$name: $((b - last_bytes)) bytes received over shm"
+		pass "$name: $((b - last_bytes)) bytes received over $t"
 	else
-		fail "$name: $((b - last_bytes)) bytes over shm, expected >= $bytes"
+		fail "$name: $((b - last_bytes)) bytes over $t, expected >= $bytes"
 	fi
-	last_cli=$cli last_srv=$srv last_bytes=$b
+	[ "$conns" = 0 ] || expect_eq "$name: fallbacks to TCP" "$((fb - last_fallbacks))" "$fallbacks"
+	if [ "$t" != shm ]; then
+		shm="$(transport_counter clients shm) $(transport_counter servers shm) $(transport_counter bytes_in shm)"
+		expect_eq "$name: shm connections and bytes (shm = 0)" "$shm" "0 0 0"
+	fi
+	last_cli=$cli last_srv=$srv last_bytes=$b last_fallbacks=$fb
 }
 
 # expect_at_least WHAT ACTUAL MIN

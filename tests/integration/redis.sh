@@ -7,15 +7,20 @@
 # both programs and seen every connection (its connect/accept lines and exit
 # summaries agree with redis's own count), and its byte counters must agree
 # with redis's own network byte counters (INFO stats) in both directions.
+# On $SMCR_TEST_ADDR (lib.sh); with SMCR_TEST_TRANSPORT set, smcrd runs and
+# the benchmark's connections must go over that transport (redis-cli, plain,
+# falls back to TCP).  REDIS_N (10000): requests per test.
 . "$(dirname "$0")/lib.sh"
 need redis-server redis-benchmark redis-cli
+daemon=0
+with_smcrd 16379-16380 256 && daemon=1
 
-N=10000
+N=${REDIS_N:-10000}
 CLIENTS=20
 TESTS=incr,set,get,lpush
 NTESTS=4
 
-cli() { timeout 10 redis-cli -p "$port" "$@"; }
+cli() { timeout 10 redis-cli -h "$TEST_ADDR" -p "$port" "$@"; }
 # info FIELD: a field of the INFO output saved in $WORK/$mode.info
 info() { sed -n "s/^$1:\([^\r]*\)\r*$/\1/p" "$WORK/$mode.info"; }
 
@@ -23,11 +28,11 @@ declare -A dbsize connections
 port=16379
 for mode in plain smcr; do
 	start_bg "redis-$mode" "$mode" redis-server --save '' --appendonly no --port "$port" \
-		--bind 127.0.0.1 --dir "$WORK" --logfile "$WORK/redis-$mode.log"
+		--bind "$TEST_ADDR" --protected-mode no --dir "$WORK" --logfile "$WORK/redis-$mode.log"
 	srv=$LAST_PID
 	wait_port "$port" "$srv" || continue
 
-	run_mode "$mode" timeout 40 redis-benchmark -p "$port" -n "$N" -c "$CLIENTS" -t "$TESTS" -q \
+	run_mode "$mode" timeout 40 redis-benchmark -h "$TEST_ADDR" -p "$port" -n "$N" -c "$CLIENTS" -t "$TESTS" -q \
 		> "$WORK/bench-$mode.out" 2> "$WORK/bench-$mode.err"
 	expect_eq "$mode: redis-benchmark exit status" "$?" 0
 	results=$(tr '\r' '\n' < "$WORK/bench-$mode.out" | grep -cE '^(INCR|SET|GET|LPUSH): .*requests per second')
@@ -77,6 +82,10 @@ for mode in plain smcr; do
 			fail "redis-server libsmcr bytes (${s_in:-none} in, ${s_out:-none} out) too far above redis's ($net_in, $net_out + INFO reply $info_len)"
 		fi
 		expect_at_least "benchmark bytes out" "${b_out:-0}" $((N * NTESTS * 20))
+		# Every benchmark connection; the server's end of each plain
+		# one falls back: wait_port's, redis-cli's (GET, LLEN, DBSIZE,
+		# INFO, SHUTDOWN).
+		[ "$daemon" = 0 ] || on_transport redis "$(seen "$berr" connect)" $((N * NTESTS * 20)) 6
 	else
 		if grep -q libsmcr "$WORK/redis-$mode.err" "$WORK/bench-$mode.err"; then
 			fail "libsmcr lines in the plain run"

@@ -25,7 +25,7 @@ stop_bg "$srv" - 20
 expect_eq "socat: server exit status" "$?" 0
 [ "$(sha256sum < "$WORK/out.bin")" = "$want" ] && pass "socat: 20 MiB, sha256 equal" ||
 	fail "socat: the file arrived different"
-on_shm socat 1 "$SIZE"
+on_transport socat 1 "$SIZE"
 
 # 2. redis: redis-benchmark (epoll, pipelined, 50 clients) and redis-cli.
 start_bg redis smcr redis-server --port 17201 --bind 127.0.0.1 --save '' --appendonly no
@@ -40,7 +40,7 @@ run_mode smcr redis-cli -p 17201 set smcr-key "$want" > /dev/null 2>&1
 expect_eq "redis-cli: the value set comes back" \
 	"$(run_mode smcr redis-cli -p 17201 get smcr-key 2> /dev/null)" "$want"
 stop_bg "$srv"
-on_shm redis 50 100000
+on_transport redis 50 100000
 
 # 3. iperf3 (its control connection and its data stream).
 start_bg iperf3-server smcr iperf3 -s -1 -p 17202 --bind 127.0.0.1
@@ -51,7 +51,7 @@ expect_eq "iperf3: client exit status" "$?" 0
 stop_bg "$srv"
 gbit=$("$PY" -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]/1e9, 2))' "$WORK/iperf3.json" 2>/dev/null)
 [ -n "$gbit" ] && pass "iperf3: $gbit Gbit/s" || fail "iperf3: no result"
-on_shm iperf3 2 $((100 * 1024 * 1024))
+on_transport iperf3 2 $((100 * 1024 * 1024))
 
 # 4. sockperf ping-pong (TCP, its own poll/epoll loop).
 start_bg sockperf-server smcr sockperf server --tcp -i 127.0.0.1 -p 17203
@@ -63,7 +63,7 @@ expect_eq "sockperf: client exit status" "$?" 0
 lat=$(grep -oE 'percentile 50.000 = +[0-9.]+' "$WORK/sockperf.out" | grep -oE '[0-9.]+$')
 [ -n "$lat" ] && pass "sockperf ping-pong 14 B: p50 $lat us one way" || fail "sockperf: no latency"
 stop_bg "$srv"
-on_shm sockperf 1 14
+on_transport sockperf 1 14
 
 # 5. nginx (epoll, sendfile) with curl and wrk.
 mkdir -p "$WORK/www" "$WORK/nginx"
@@ -102,7 +102,7 @@ reqs=$(grep -oE '^Requests/sec: +[0-9.]+' "$WORK/wrk.out" | grep -oE '[0-9.]+$')
 grep -qE 'Non-2xx|Socket errors' "$WORK/wrk.out" && fail "wrk: errors: $(grep -E 'Non-2xx|Socket errors' "$WORK/wrk.out")"
 [ -n "$reqs" ] && pass "nginx+wrk: $reqs requests/s" || fail "wrk: no result"
 stop_bg "$srv" QUIT
-on_shm nginx 2 $((1024 * 1024))
+on_transport nginx 2 $((1024 * 1024))
 
 # 6. python asyncio: an echo server and client, many round trips.
 cat > "$WORK/echo.py" <<'EOF'
@@ -138,7 +138,7 @@ wait_listen 17205 "$srv"
 expect_eq "python asyncio echo: 300 messages" \
 	"$(run_mode smcr timeout 60 "$PY" "$WORK/echo.py" client 17205 2> "$WORK/asyncio-client.err")" same
 stop_bg "$srv"
-on_shm asyncio 1 1000000
+on_transport asyncio 1 1000000
 
 # 7. node http (libuv).
 start_bg node smcr node -e '
@@ -148,7 +148,7 @@ wait_listen 17206 "$srv"
 expect_eq "node http + curl: 300000 bytes" \
 	"$(run_mode smcr curl -s http://127.0.0.1:17206/ 2> "$WORK/node-curl.err" | wc -c)" 300000
 stop_bg "$srv"
-on_shm node 1 300000
+on_transport node 1 300000
 
 # 8. SIGKILL mid-transfer, each end in turn: the other ends within seconds.
 for victim in server client; do
@@ -169,7 +169,7 @@ for victim in server client; do
 	kill -9 "$srv" "$cli" 2> /dev/null
 	wait "$srv" "$cli" 2> /dev/null
 done
-on_shm "killed transfers" 2 1
+on_transport "killed transfers" 2 1
 
 # Every buffer is back.
 for _ in $(seq 30); do

@@ -6,11 +6,15 @@
 # copy must be byte-exact (sha256) and both socats must exit 0.  Wherever
 # libsmcr is loaded it must have seen the connection and counted exactly the
 # file's size (client: out, server: in) and nothing the other way; where it is
-# not, nothing may mention it.
+# not, nothing may mention it.  On $SMCR_TEST_ADDR (lib.sh); with
+# SMCR_TEST_TRANSPORT set, smcrd runs and the pair under the preload must
+# go over that transport, the mixed pairs not.  SOCAT_MIB (20): the size.
 . "$(dirname "$0")/lib.sh"
 need socat
 
-SIZE=$((20 * 1024 * 1024))
+SIZE=$((${SOCAT_MIB:-20} * 1024 * 1024))
+daemon=0
+with_smcrd 19001-19004 256 && daemon=1
 head -c "$SIZE" /dev/urandom > "$WORK/in.bin"
 want_sum=$(sha256sum < "$WORK/in.bin")
 
@@ -19,11 +23,11 @@ for pair in plain:plain smcr:smcr smcr:plain plain:smcr; do
 	cmode=${pair%:*} smode=${pair#*:}
 	name=client-$cmode-server-$smode
 	out=$WORK/out-$name.bin
-	start_bg "server-$name" "$smode" timeout 40 socat -u "TCP-LISTEN:$port,reuseaddr,bind=127.0.0.1" \
+	start_bg "server-$name" "$smode" timeout 40 socat -u "TCP-LISTEN:$port,reuseaddr,bind=$TEST_ADDR" \
 		"OPEN:$out,creat,trunc"
 	srv=$LAST_PID
 	wait_listen "$port" "$srv" || continue
-	run_mode "$cmode" timeout 40 socat -u "OPEN:$WORK/in.bin" "TCP:127.0.0.1:$port" \
+	run_mode "$cmode" timeout 40 socat -u "OPEN:$WORK/in.bin" "TCP:$TEST_ADDR:$port" \
 		> "$WORK/client-$name.out" 2> "$WORK/client-$name.err"
 	expect_eq "$name: client exit status" "$?" 0
 	stop_bg "$srv" - 20
@@ -47,6 +51,10 @@ for pair in plain:plain smcr:smcr smcr:plain plain:smcr; do
 		expect_eq "$name: server libsmcr summary" "$(summary "$serr" socat)" "1 0 1 $SIZE 0"
 	elif grep -q libsmcr "$serr"; then
 		fail "$name: libsmcr lines from the plain server"
+	fi
+	# A preloaded end facing a plain one falls back to TCP (not checked).
+	if [ "$daemon" = 1 ]; then
+		if [ "$pair" = smcr:smcr ]; then on_transport "$name" 1 "$SIZE"; else on_transport "$name" 0 0; fi
 	fi
 	port=$((port + 1))
 done

@@ -8,10 +8,17 @@
 # end.  Under the preload, libsmcr must have been in both and seen the
 # connection, and its byte counters must equal message count x message size
 # on each side.  (sockperf refuses messages above 65507 bytes, so not 64 KiB.)
+# On $SMCR_TEST_ADDR (lib.sh); with SMCR_TEST_TRANSPORT set, smcrd runs and
+# the connection must go over that transport, and ping-pong is paced at
+# 100000 messages/s (unpaced, a round trip through shared memory well under
+# a microsecond overruns sockperf's sequence table).  SOCKPERF_SECS (2): each
+# run.
 . "$(dirname "$0")/lib.sh"
 need sockperf
+daemon=0 pace=()
+with_smcrd 11111-11112 256 && daemon=1 pace=(--mps 100000)
 
-T=2
+T=${SOCKPERF_SECS:-2}
 # num FILE REGEX: the first number captured by REGEX (sed -E) in FILE
 num() { sed -nE "s/.*$2.*/\1/p" "$1" | head -n 1; }
 
@@ -19,16 +26,16 @@ port=11111
 for mode in plain smcr; do
 	for run in ping-pong throughput; do
 		case $run in
-			ping-pong) msg=14; mux=poll ;;
-			throughput) msg=65000; mux=epoll ;;
+			ping-pong) msg=14; mux=poll; opts=("${pace[@]}") ;;
+			throughput) msg=65000; mux=epoll; opts=() ;;
 		esac
 		name=$mode-$run
 		# The multiplexer can only be chosen with a feed file.
-		echo "T:127.0.0.1:$port" > "$WORK/feed-$name"
+		echo "T:$TEST_ADDR:$port" > "$WORK/feed-$name"
 		start_bg "server-$name" "$mode" sockperf server -f "$WORK/feed-$name" -F "$mux" --uc-reuseaddr
 		srv=$LAST_PID
 		wait_listen "$port" "$srv" || continue
-		run_mode "$mode" timeout 15 sockperf "$run" --tcp -i 127.0.0.1 -p "$port" -t "$T" -m "$msg" \
+		run_mode "$mode" timeout 15 sockperf "$run" --tcp -i "$TEST_ADDR" -p "$port" -t "$T" -m "$msg" "${opts[@]}" \
 			> "$WORK/client-$name.out" 2> "$WORK/client-$name.err"
 		expect_eq "$name: client exit status" "$?" 0
 		stop_bg "$srv" INT 10
@@ -77,6 +84,7 @@ for mode in plain smcr; do
 		else
 			expect_eq "$name: server libsmcr bytes out" "${s_out:-none}" 0
 		fi
+		[ "$daemon" = 0 ] || on_transport "$name" 1 $((handled * msg))
 	done
 	port=$((port + 1))
 done

@@ -12,28 +12,30 @@
 #   plain TCP, server epoll
 #   under the preload with a private smcrd, once per server I/O model
 #   (blocking, poll, epoll, epollet), each with another client model; one
-#   over ::1
+#   over ::1 (over $SMCR_TEST_ADDR too, if that is not loopback)
 # Each run: both exit 0 and agree on connections, early closes (resets) and
 # bytes.  Under the preload: libsmcr saw every connection, and smcrctl stats
 # --json shows that each negotiated SMC (smc_clients, smc_servers) and took
-# the shared-memory path (shm_clients, shm_servers).  Each program gives up
+# the transport under test (lib.sh's on_transport: shm by default, rdma with
+# SMCR_TEST_TRANSPORT=rdma), none falling back.  The servers listen on
+# $SMCR_TEST_ADDR (lib.sh; 127.0.0.1 by default).  Each program gives up
 # after 20 s (STRESS_TIMEOUT=S for slow machines, such as tests/vm's emulated
-# guests): a hang fails the run.  STRESS_SEED=S changes the streams.  Root
-# (smcrd loads a BPF program).
+# guests): a hang fails the run.  STRESS_SEED=S changes the streams;
+# STRESS_CONNS (200) and STRESS_MAX_BYTES (1 MiB) the connections per run
+# and the most one sends.  Root (smcrd loads a BPF program).
 . "$(dirname "$0")/lib.sh" "$1"
 [ "$(id -u)" = 0 ] || { fail "needs root (smcrd loads a BPF program)"; finish; }
 [ -x "$BIN/stress" ] || { fail "$BIN/stress not built"; finish; }
 
-N=200
+N=${STRESS_CONNS:-200}
 P=16
-MAX=$((1024 * 1024))
+MAX=${STRESS_MAX_BYTES:-$((1024 * 1024))}
 SEED=${STRESS_SEED:-20240611}
 TIMEOUT=${STRESS_TIMEOUT:-20}
 echo "seed $SEED"
-
-export SMCR_RUNDIR=$WORK/run
-CONF=$WORK/smcr.conf
-printf 'enabled = 1\nip_addr_list = 127.0.0.1 ::1\nport_range_list = 17500-17509\n' > "$CONF"
+# The servers' address: --v6 (::1) for the run that says so, else this.
+where=()
+[ "$TEST_ADDR" = 127.0.0.1 ] || where=(--addr "$TEST_ADDR")
 
 # grew WHAT COUNTER BEFORE: COUNTER of smcrctl stats --json grew by $N since BEFORE.
 grew() {
@@ -52,13 +54,14 @@ grew() {
 	fi
 }
 
-COUNTERS=(smc_clients smc_servers shm_clients shm_servers)
+COUNTERS=(smc_clients smc_servers)
 
 # run MODE SERVER_IO CLIENT_IO PORT [--v6]: one server and one client.
 run() {
 	local mode=$1 sio=$2 cio=$3 port=$4 srv rc start secs c s k
 	shift 4
 	local name=$mode-$sio-$cio${1:+-v6}           # server I/O model, then the client's
+	[ $# -gt 0 ] || set -- "${where[@]}"
 	local cout=$WORK/client-$name.out cerr=$WORK/client-$name.err
 	local -A before
 	start_bg "server-$name" "$mode" "$BIN/stress" server "$port" --conns "$N" --io="$sio" --timeout "$TIMEOUT" "$@"
@@ -91,20 +94,24 @@ run() {
 
 	libsmcr_saw "$name" "$mode" stress "$srv" "$N" || return 0
 	for k in "${COUNTERS[@]}"; do grew "$name" "$k" "${before[$k]}"; done
+	# Every connection, and at least the echo the client verified.
+	k=$(sed -nE 's/.* early closes, ([0-9]+) bytes$/\1/p' <<< "$c")
+	on_transport "$name" "$N" "${k:-1}"
 }
 
 run plain epoll blocking 17510
 
-"$BIN/smcrd" -f -c "$CONF" 2>> "$WORK/smcrd.log" &
-DAEMON=$!
-BG_PIDS+=($DAEMON)
-wait_for "$WORK/smcrd.log" "loaded $CONF" || { fail "smcrd did not start: $(cat "$WORK/smcrd.log")"; finish; }
+start_smcrd 17500-17509 256
 
 run smcr blocking epollet 17500
-run smcr poll epoll 17501 --v6
+if [ "${#where[@]}" = 0 ]; then
+	run smcr poll epoll 17501 --v6
+else                                    # ::1 cannot reach an RDMA device
+	run smcr poll epoll 17501
+fi
 run smcr epoll blocking 17502
 run smcr epollet poll 17503
 
-kill -0 "$DAEMON" 2> /dev/null && pass "smcrd still running" || fail "smcrd died: $(cat "$WORK/smcrd.log")"
-stop_bg "$DAEMON" TERM 10
+kill -0 "$SMCRD_PID" 2> /dev/null && pass "smcrd still running" || fail "smcrd died: $(cat "$WORK/smcrd.err")"
+stop_bg "$SMCRD_PID" TERM 10
 finish

@@ -4,14 +4,15 @@
  * pseudo-random streams in random pieces through every send and receive call
  * and checks each byte that comes back.
  *
- *   stress server PORT --conns N [--io=MODEL] [--v6] [--timeout S]
- *       on 127.0.0.1 (::1 with --v6): each connection is read until EOF and
+ *   stress server PORT --conns N [--io=MODEL] [--v6 | --addr A] [--timeout S]
+ *       on 127.0.0.1 (::1 with --v6, A with --addr: an IPv4 or IPv6
+ *       address, for a client on another host): each connection is read until EOF and
  *       everything written back, then closed.  Exits after N connections:
  *       "stress server: N connections (R reset), B bytes echoed", B counting
  *       the connections that ended with an EOF, R those the client reset.
  *   stress client PORT --conns N --parallel P --max-bytes M --seed S
- *                 [--io=MODEL] [--v6] [--timeout S]
- *       N connections, P at a time: each sends 0..M bytes, half-closes, reads
+ *                 [--io=MODEL] [--v6 | --addr A] [--timeout S]
+ *       N connections, to the server's address,, P at a time: each sends 0..M bytes, half-closes, reads
  *       the echo until EOF and checks its length and every byte.  One in 8
  *       closes early instead: a prefix, then close() without reading the
  *       echo, a reset for the server.  Prints "stress client: N connections
@@ -62,12 +63,13 @@ static struct {
 	unsigned int conns, parallel, timeout;
 	uint64_t max_bytes, seed;
 	bool v6;
+	const char *addr;       /* --addr, or NULL: loopback */
 } opt = { .parallel = 1, .timeout = 120 };
 
 static const char usage[] =
-	"usage: stress server PORT --conns N [--io=MODEL] [--v6] [--timeout S]\n"
+	"usage: stress server PORT --conns N [--io=MODEL] [--v6 | --addr A] [--timeout S]\n"
 	"       stress client PORT --conns N --parallel P --max-bytes M --seed S\n"
-	"                          [--io=MODEL] [--v6] [--timeout S]\n"
+	"                          [--io=MODEL] [--v6 | --addr A] [--timeout S]\n"
 	"MODEL: blocking (default), poll, epoll, epollet\n";
 
 static pthread_mutex_t die_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -158,22 +160,26 @@ static void split(struct rng *r, uint8_t *buf, size_t len, struct iovec *iov, in
 	}
 }
 
+/* The server's address: --addr (checked by parse()), else ::1 or 127.0.0.1. */
 static socklen_t address(struct sockaddr_storage *ss)
 {
-	memset(ss, 0, sizeof(*ss));
-	if (opt.v6) {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
-
-		a->sin6_family = AF_INET6;
-		a->sin6_port = htons(opt.port);
-		a->sin6_addr = in6addr_loopback;
-		return sizeof(*a);
-	}
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
 	struct sockaddr_in *a = (struct sockaddr_in *)ss;
 
+	memset(ss, 0, sizeof(*ss));
+	if (opt.addr ? inet_pton(AF_INET6, opt.addr, &a6->sin6_addr) == 1 : opt.v6) {
+		if (!opt.addr)
+			a6->sin6_addr = in6addr_loopback;
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons(opt.port);
+		return sizeof(*a6);
+	}
 	a->sin_family = AF_INET;
 	a->sin_port = htons(opt.port);
-	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (!opt.addr)
+		a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	else
+		inet_pton(AF_INET, opt.addr, &a->sin_addr);
 	return sizeof(*a);
 }
 
@@ -923,6 +929,8 @@ static void parse(int argc, char **argv)
 	for (int i = 3; i < argc; i++) {
 		if (strcmp(argv[i], "--v6") == 0) {
 			opt.v6 = true;
+		} else if (option(argc, argv, &i, "addr", &v)) {
+			opt.addr = v;
 		} else if (option(argc, argv, &i, "io", &v)) {
 			for (opt.io = 0; opt.io < IO_MODELS && strcmp(v, io_names[opt.io]) != 0; opt.io++)
 				;
@@ -946,6 +954,14 @@ static void parse(int argc, char **argv)
 	}
 	if (!opt.conns)
 		bad_usage("missing", "--conns");
+	if (opt.v6 && opt.addr)
+		bad_usage("--v6 and --addr:", "choose one");
+	if (opt.addr) {
+		struct in6_addr any;
+
+		if (inet_pton(AF_INET, opt.addr, &any) != 1 && inet_pton(AF_INET6, opt.addr, &any) != 1)
+			bad_usage("not an IPv4 or IPv6 address:", opt.addr);
+	}
 	if (strcmp(opt.role, "client") == 0 && (!seeded || !sized))
 		bad_usage("missing", seeded ? "--max-bytes" : "--seed");
 }

@@ -10,7 +10,12 @@
 #   - the RDMA transport works between two processes (rdma_peer);
 #   - the integration tests TEST... (tests/integration/TEST.sh) pass against
 #     BUILD_DIR on this guest's kernel (each starts its own smcrd, whose BPF
-#     program needs cgroup v2).
+#     program needs cgroup v2).  A TEST named NAME-rdma runs NAME.sh with
+#     SMCR_TEST_ADDR=ADDR SMCR_TEST_TRANSPORT=rdma (tests/integration/lib.sh):
+#     smcrd with shm = 0, servers and clients on ADDR, so that the
+#     connections under the preload must go over DEVICE through the RDMA
+#     transport, counted as such by smcrctl stats; with smaller sizes than on
+#     a real CPU (RDMA_SIZES below: TCG moves 10-50 MB/s over rxe or siw).
 . "$(dirname "$0")/guest-lib.sh"
 build=${1:?usage: $0 BUILD_DIR DEVICE ADDR TEST...} dev=${2:?} addr=${3:?}
 shift 3
@@ -50,15 +55,23 @@ perf ib_write_bw 64 10000
 perf ib_write_lat 65536 500
 perf ib_write_lat 8 2000
 
-# integration NAME: tests/integration/NAME.sh; the scratch directory it keeps
-# when it fails is copied to /out/NAME-work (without its .bin data files).
+# integration NAME [VAR=VALUE...]: tests/integration/NAME.sh (NAME-rdma:
+# NAME.sh over RDMA, see above) with these variables; the scratch directory
+# it keeps when it fails is copied to /out/NAME-work (without its .bin data
+# files).
+RDMA_SIZES=(STRESS_CONNS=48 STRESS_MAX_BYTES=262144 SOCAT_MIB=8 IPERF3_MIB=16 REDIS_N=2000)
 integration() {
-	local kept
-	check "$1" 500 "$REPO/tests/integration/$1.sh" "$build" && return
-	kept=$(sed -n 's/^(kept \(.*\) for inspection)$/\1/p' "/out/$1.log")
+	local name=$1 test=$1 kept
+	shift
+	if [ "$name" != "${name%-rdma}" ]; then
+		test=${name%-rdma}
+		set -- SMCR_TEST_ADDR="$addr" SMCR_TEST_TRANSPORT=rdma "${RDMA_SIZES[@]}" "$@"
+	fi
+	check "$name" 500 env "$@" "$REPO/tests/integration/$test.sh" "$build" && return
+	kept=$(sed -n 's/^(kept \(.*\) for inspection)$/\1/p' "/out/$name.log")
 	[ -d "$kept" ] || return 0
-	mkdir -p "/out/$1-work"
-	tar -C "$kept" --exclude='*.bin' -cf - . | tar -C "/out/$1-work" -xf -
+	mkdir -p "/out/$name-work"
+	tar -C "$kept" --exclude='*.bin' -cf - . | tar -C "/out/$name-work" -xf -
 }
 # The RDMA transport between two processes (tests/progs/rdma_peer.c): its
 # checks (16 MiB stream, link reuse, half-close, abort, SIGKILL, nothing left)

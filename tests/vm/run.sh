@@ -8,12 +8,17 @@
 #          ib_write_bw and ib_write_lat at 64 KiB and at a small size), then
 #          the integration tests socat.sh, stress.sh, negotiation_wire.sh and
 #          shm_broker.sh (smcrd's BPF program and libsmcr on the guest's
-#          kernel);
-#   siw    the same with Soft-iWARP, with socat.sh and stress.sh;
+#          kernel), then redis.sh, iperf3.sh, sockperf.sh, stress.sh,
+#          socat.sh and fork.sh over the RDMA transport (NAME-rdma: on the
+#          veth's address, smcrd with shm = 0; guest-onehost.sh);
+#   siw    the same with Soft-iWARP, without negotiation_wire.sh and
+#          shm_broker.sh;
 #   2host  two guests joined by virtio-net (qemu's UDP socket backend), rxe
-#          on eth0: ib_write_bw and ib_write_lat between them, then a TCP
-#          exchange under the preload with smcrd in both, byte-exact and
-#          counted as a fallback to TCP (guest-twohost.sh says which reasons).
+#          on eth0: ib_write_bw and ib_write_lat between them, then under the
+#          preload with smcrd in both: a TCP exchange, byte-exact and carried
+#          by the rdma transport, then redis, iperf3, sockperf and stress with
+#          the server in one guest and the client in the other, each checked
+#          and counted over rdma on both sides (guest-twohost.sh).
 # Each guest's logs stay in BUILD_DIR/vm/NAME/; the perftest figures go to
 # BUILD_DIR/vm-perftest.txt (the baselines for the RDMA transport), with
 # rdma_peer's figures of the RDMA transport and their ratios to perftest.  Prints
@@ -51,8 +56,9 @@ onehost() {
 	guest "$driver" "$driver" veth 10.9.0.1/24 "$here/guest-onehost.sh" "$build" "${driver}0" 10.9.0.1 "$@"
 	echo "vm: $driver guest done ($((SECONDS - t0)) s)"
 }
-onehost rxe socat stress negotiation_wire shm_broker
-onehost siw socat stress
+rdma_tests=(redis-rdma iperf3-rdma sockperf-rdma stress-rdma socat-rdma fork-rdma)
+onehost rxe socat stress negotiation_wire shm_broker "${rdma_tests[@]}"
+onehost siw socat stress "${rdma_tests[@]}"
 
 # Two guests, their NICs joined by qemu's UDP socket backend (two host ports
 # on 127.0.0.1): unlike the TCP one, it adds no Nagle/delayed-ACK waits
