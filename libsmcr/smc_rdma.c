@@ -160,9 +160,15 @@ static int rdma_create_rmb(struct smc_conn *conn, unsigned int size_class, int m
 		goto fail;
 	err = -ENOMEM;
 	rc->rmb = smc_rdma_rmb_get(rc->local.dev, size_class);
+	/*
+	 * The staging buffer mirrors the peer's RMB, most likely the size of
+	 * ours: taken now, so that a server short of memory declines instead
+	 * of failing after the client's Confirm (a reset).
+	 */
+	rc->staging = smc_rdma_staging_get(rc->local.dev, size_class);
 	rc->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	rc->sleep_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (!rc->rmb || rc->wake_fd < 0 || rc->sleep_fd < 0)
+	if (!rc->rmb || !rc->staging || rc->wake_fd < 0 || rc->sleep_fd < 0)
 		goto fail;
 	rc->size_class = size_class;
 	pthread_mutex_init(&rc->mbox_lock, NULL);
@@ -175,6 +181,8 @@ static int rdma_create_rmb(struct smc_conn *conn, unsigned int size_class, int m
 fail:
 	if (rc->rmb)
 		smc_rdma_buf_put(rc->rmb);
+	if (rc->staging)
+		smc_rdma_buf_put(rc->staging);
 	if (rc->wake_fd >= 0)
 		REAL(close)(rc->wake_fd);
 	if (rc->sleep_fd >= 0)
@@ -260,9 +268,14 @@ static int rdma_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_c
 	} else if (rc->info.peer_qpn != peer->r.qpn) {
 		return -EPROTO;		/* the Confirm names another link than ours */
 	}
-	rc->staging = smc_rdma_staging_get(rc->local.dev, peer->r.rmbe_size);
-	if (!rc->staging)
-		return -ENOMEM;
+	if (rc->staging->size != smc_rmb_size(peer->r.rmbe_size)) {
+		struct smc_rdma_buf *staging = smc_rdma_staging_get(rc->local.dev, peer->r.rmbe_size);
+
+		if (!staging)
+			return -ENOMEM;
+		smc_rdma_buf_put(rc->staging);
+		rc->staging = staging;
+	}
 	rc->peer_addr = peer->r.rmb_dma_addr;
 	rc->peer_rkey = peer->r.rmb_rkey;
 	conn->st->peer_rmb_size = smc_rmb_size(peer->r.rmbe_size);
@@ -546,8 +559,7 @@ static void rdma_release(struct smc_conn *conn)
 		smc_rdma_link_unbind(rc->link, &rc->ep);
 		smc_rdma_link_put(rc->link);
 	}
-	if (rc->staging)
-		smc_rdma_buf_put(rc->staging);
+	smc_rdma_buf_put(rc->staging);
 	smc_rdma_buf_put(rc->rmb);
 	REAL(close)(rc->wake_fd);
 	REAL(close)(rc->sleep_fd);

@@ -319,27 +319,68 @@ out:
 	return rc;
 }
 
+/* Under smc_rdma.lock: an up link to (peer, instance), with a reference taken. */
+static struct smc_rdma_link *up_link(const struct sockaddr *peer, uint16_t instance)
+{
+	struct smc_rdma_link *link;
+
+	for (link = smc_rdma.links; link; link = link->next)
+		if (atomic_load(&link->state) == LINK_UP && link->peer_instance == instance &&
+		    same_ip((struct sockaddr *)&link->peer, peer)) {
+			link->refs++;
+			break;
+		}
+	return link;
+}
+
+/* Under smc_rdma.lock: whether a thread of ours is connecting a link to (peer, instance). */
+static bool connecting(const struct sockaddr *peer, uint16_t instance)
+{
+	for (struct rdma_connecting *c = smc_rdma.connecting; c; c = c->next)
+		if (c->instance == instance && same_ip((struct sockaddr *)&c->peer, peer))
+			return true;
+	return false;
+}
+
+/*
+ * One link per pair of processes: connections that want a link to the
+ * same process at the same time wait for the first one's (a multi-threaded
+ * server's accepts from one client).
+ */
 int smc_rdma_link_get(const struct sockaddr *local, const struct sockaddr *peer,
 		      const struct smc_clc_local *peer_lcl, int timeout_ms,
 		      struct smc_rdma_link **out, bool *fresh)
 {
 	uint16_t instance = (uint16_t)(peer_lcl->peer_id[0] << 8 | peer_lcl->peer_id[1]);
-	struct smc_rdma_link *link;
+	struct rdma_connecting self = { .instance = instance }, **pp;
+	uint64_t end = smc_clock_ns() + (uint64_t)timeout_ms * 1000000;
+	struct timespec deadline;
+	int rc;
 
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_ms / 1000 + 1;       /* a bound; the loop keeps the time */
 	pthread_mutex_lock(&smc_rdma.lock);
-	for (link = smc_rdma.links; link; link = link->next)
-		if (atomic_load(&link->state) == LINK_UP && link->peer_instance == instance &&
-		    same_ip((struct sockaddr *)&link->peer, peer))
-			break;
-	if (link)
-		link->refs++;
-	pthread_mutex_unlock(&smc_rdma.lock);
-	*fresh = !link;
-	if (link) {
-		*out = link;
+	*fresh = false;
+	while (!(*out = up_link(peer, instance)) && connecting(peer, instance) &&
+	       smc_clock_ns() < end)
+		pthread_cond_timedwait(&smc_rdma.changed, &smc_rdma.lock, &deadline);
+	if (*out) {
+		pthread_mutex_unlock(&smc_rdma.lock);
 		return 0;
 	}
-	return link_connect(local, peer, instance, timeout_ms, out);
+	addr_with_port(peer, 0, &self.peer);
+	self.next = smc_rdma.connecting;
+	smc_rdma.connecting = &self;
+	pthread_mutex_unlock(&smc_rdma.lock);
+	*fresh = true;
+	rc = link_connect(local, peer, instance, timeout_ms, out);
+	pthread_mutex_lock(&smc_rdma.lock);
+	for (pp = &smc_rdma.connecting; *pp != &self; pp = &(*pp)->next)
+		;
+	*pp = self.next;
+	pthread_cond_broadcast(&smc_rdma.changed);      /* the waiters look again */
+	pthread_mutex_unlock(&smc_rdma.lock);
+	return rc;
 }
 
 int smc_rdma_link_find(const struct sockaddr *peer, uint32_t peer_qpn, int timeout_ms,
@@ -359,21 +400,21 @@ int smc_rdma_link_find(const struct sockaddr *peer, uint32_t peer_qpn, int timeo
 	pthread_mutex_lock(&smc_rdma.lock);
 	for (;;) {
 		for (link = smc_rdma.links; link; link = link->next)
-			if (link->info.peer_qpn == peer_qpn && same_ip((struct sockaddr *)&link->peer, peer))
+			if (atomic_load(&link->state) == LINK_UP && link->info.peer_qpn == peer_qpn &&
+			    same_ip((struct sockaddr *)&link->peer, peer))
 				break;
-		if (!link)
-			break;
-		if (atomic_load(&link->state) == LINK_UP) {
+		if (link) {
 			link->refs++;
 			*out = link;
 			rc = 0;
 			break;
 		}
-		/* the peer saw it established first: our poller is just behind */
-		if (pthread_cond_timedwait(&smc_rdma.changed, &smc_rdma.lock, &deadline) == ETIMEDOUT) {
-			rc = -ETIMEDOUT;
+		/*
+		 * The peer saw it established first: our poller is just behind,
+		 * maybe not even done accepting it.
+		 */
+		if (pthread_cond_timedwait(&smc_rdma.changed, &smc_rdma.lock, &deadline) == ETIMEDOUT)
 			break;
-		}
 	}
 	pthread_mutex_unlock(&smc_rdma.lock);
 	return rc;

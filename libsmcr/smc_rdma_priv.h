@@ -75,6 +75,13 @@ struct smc_rdma_link {
 	struct ibv_mr *recv_mr;
 	struct smc_rdma_link *next;		/* in smc_rdma.links, then smc_rdma.reap */
 };
+/* A link to the process (peer, instance) that a thread of ours is connecting. */
+struct rdma_connecting {
+	struct sockaddr_storage peer;
+	uint16_t instance;
+	struct rdma_connecting *next;
+};
+
 /* The transport's state in this process. */
 struct smc_rdma_state {
 	pthread_mutex_t lock;			/* all below but the atomics */
@@ -85,6 +92,7 @@ struct smc_rdma_state {
 	struct listener *listeners;
 	struct smc_rdma_link *links;		/* connecting or up */
 	struct smc_rdma_link *reap;		/* dead and unreferenced */
+	struct rdma_connecting *connecting;	/* links being connected by a thread of ours */
 	unsigned int send_slots, recv_slots;
 	uint64_t rearm_at;			/* the poller's: when to arm the rearm_due links (0: none) */
 	struct smc_rdma_stats stats;
