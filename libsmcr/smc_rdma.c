@@ -386,9 +386,13 @@ static int rdma_recv_cdc(struct smc_conn *conn, uint8_t msg[SMC_CDC_MSG_LEN])
 	struct rdma_conn *rc = priv(conn);
 	uint32_t seq = atomic_load_explicit(&rc->mbox_seq, memory_order_acquire);
 
-	/* an unsolicited CDC waits in the CQ for whoever polls it */
-	if (seq == rc->fetched) {
-		poll_link(rc);
+	/*
+	 * An unsolicited CDC waits in the CQ for whoever polls it; the poll
+	 * waits for one in progress, so that what came is seen (a caller that
+	 * saw the TCP end must see the close CDC that came before it).
+	 */
+	if (seq == rc->fetched && rc->link) {
+		smc_rdma_link_drain(rc->link);
 		seq = atomic_load_explicit(&rc->mbox_seq, memory_order_acquire);
 	}
 	if (seq != rc->fetched) {

@@ -279,13 +279,18 @@ void smc_rdma_link_poll(struct smc_rdma_link *link)
 	}
 }
 
-void smc_rdma_link_arm_any(struct smc_rdma_link *link)
+void smc_rdma_link_drain(struct smc_rdma_link *link)
 {
-	ibv_req_notify_cq(link->cq, 0);
-	/* not a trylock: a completion that came before the arm must be seen by this poll */
 	pthread_mutex_lock(&link->cq_lock);
 	link_poll_locked(link);
 	pthread_mutex_unlock(&link->cq_lock);
+}
+
+void smc_rdma_link_arm_any(struct smc_rdma_link *link)
+{
+	ibv_req_notify_cq(link->cq, 0);
+	/* a completion that came before the arm must be seen by this poll */
+	smc_rdma_link_drain(link);
 }
 
 int smc_rdma_link_event_fd(const struct smc_rdma_link *link)

@@ -156,6 +156,9 @@ int smc_rdma_post(struct smc_rdma_link *link, const struct smc_rdma_write *write
 /* Takes the link's completions now, unless another thread is at it (CDCs are delivered). */
 void smc_rdma_link_poll(struct smc_rdma_link *link);
 
+/* The same, waiting for a poll in progress to end: every completion so far is taken. */
+void smc_rdma_link_drain(struct smc_rdma_link *link);
+
 /*
  * Before a thread sleeps: the next completion of any kind, not only a
  * solicited one, raises an event (an unsolicited CDC that arrives after

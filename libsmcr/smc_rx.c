@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "conn_table.h"
+#include "log.h"
 #include "real.h"
 #include "smc_iov.h"
 #include "smc_rx.h"
@@ -74,6 +75,10 @@ static bool rx_cdc_apply(struct smc_conn *conn, const struct smc_cdc *cdc)
 	conn->st->peer_prod_flags = cdc->prod_flags;
 	if (cdc->prod_flags & SMC_CDC_URG_DATA_PRESENT)
 		rx_urg_mark(conn, cdc->prod);
+	if (cdc->conn_state_flags & ~conn->st->peer_state)
+		smcr_log(SMCR_LOG_DEBUG, "fd %d: the peer's CDC %u says %#x (at %u:%u, we read %u:%u)",
+			 conn->sock, cdc->seqno, cdc->conn_state_flags, cdc->prod.wrap, cdc->prod.count,
+			 conn->st->rx_cons.wrap, conn->st->rx_cons.count);
 	conn->st->peer_state |= cdc->conn_state_flags;
 	if (conn->st->peer_state & SMC_CDC_PEER_CONN_ABORT)
 		conn->st->err = ECONNRESET;
@@ -144,10 +149,14 @@ void smc_rx_peer_lost(struct smc_conn *conn)
 	 */
 	if (conn->sock >= 0 && REAL(getsockopt)(conn->sock, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
 	    err) {
+		smcr_log(SMCR_LOG_DEBUG, "fd %d: the TCP connection failed (%s) without a CDC close",
+			 conn->sock, strerror(err));
 		conn->st->err = err == EPIPE ? ECONNRESET : err;
 		conn->ops->wake(conn);
 		return;
 	}
+	smcr_log(SMCR_LOG_DEBUG, "fd %d: the TCP connection ended without a CDC close: end of file",
+		 conn->sock);
 	conn->st->peer_state |= SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED;
 	conn->ops->wake(conn);
 }
