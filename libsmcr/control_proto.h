@@ -32,7 +32,7 @@
 
 #define SMCR_RUNDIR_DEFAULT "/run/smcr"
 #define SMCR_CONTROL_SOCKET "smcrd.sock"
-#define SMCR_CONTROL_VERSION 6
+#define SMCR_CONTROL_VERSION 7
 
 /* Where smcrd keeps its pid file and control socket: $SMCR_RUNDIR, else /run/smcr. */
 static inline const char *smcr_rundir(void)
@@ -126,6 +126,7 @@ struct smcr_control_stats {
 	uint64_t peak_connections;      /* most of those seen at once (sampled) */
 	uint64_t processes;             /* registered now */
 	uint64_t exited;                /* registered processes gone */
+	uint64_t rdma_links;            /* RDMA links up in registered processes now */
 	struct smcr_stats_counts counts;
 };
 

@@ -6,6 +6,18 @@
  * its completion frees every slot up to it.  A post that finds no slot
  * polls the CQ itself (counted: cdc_slots_exhausted).
  *
+ * A link ends by failing (smc_rdma_link_fail: its endpoints are told) or,
+ * with no endpoint and no one about to bind one (refs 1: the table's),
+ * idle: the poller takes it out of the table under smc_rdma.lock, where
+ * smc_rdma_link_get and smc_rdma_link_find take their references, so a
+ * new connection either got it before (and it is not idle) or finds
+ * another.  The peer's side of an idle link sees a disconnect with no
+ * endpoint of its own either and ends it the same way; with one, it fails.
+ *
+ * Every entry point a connection calls first checks that the link is this
+ * process's (smc_rdma_foreign): in a forked child, the parent's are left
+ * alone, locks included.
+ *
  * Locks, in order: a link's cq_lock, then its lock or smc_rdma.lock (never
  * both).
  */
@@ -60,6 +72,7 @@ int smc_rdma_link_new(struct rdma_cm_id *id, struct smc_rdma_link **out)
 		return -ENOMEM;
 	link->kind = K_LINK;
 	link->id = id;
+	link->gen = atomic_load(&smc_rdma.gen);
 	pthread_mutex_init(&link->lock, NULL);
 	pthread_mutex_init(&link->cq_lock, NULL);
 	pthread_mutex_lock(&smc_rdma.lock);
@@ -126,47 +139,72 @@ void smc_rdma_link_up(struct smc_rdma_link *link)
 	}
 	ibv_req_notify_cq(link->cq, !link->dev->iwarp);
 	atomic_store(&link->state, LINK_UP);
-	smc_rdma.stats.links_up++;
+	link->idle_since = smc_rdma_now_ms();
 	pthread_cond_broadcast(&smc_rdma.changed);
 }
 
-static void link_reap_later(struct smc_rdma_link *link)
+/* Wakes the poller: a link to free, or one idle from now on. */
+static void wake_poller(void)
 {
 	uint64_t one = 1;
 
+	if (REAL(write)(smc_rdma.ctl_fd, &one, sizeof(one)) < 0)
+		smcr_log(SMCR_LOG_WARN, "rdma: cannot wake the poller");
+}
+
+void smc_rdma_link_reap_later(struct smc_rdma_link *link)
+{
 	link->next = smc_rdma.reap;
 	smc_rdma.reap = link;
-	if (REAL(write)(smc_rdma.ctl_fd, &one, sizeof(one)) < 0)
-		smcr_log(SMCR_LOG_WARN, "rdma: cannot wake the poller to free a link");
+	wake_poller();
 }
 
 void smc_rdma_link_put(struct smc_rdma_link *link)
 {
+	if (smc_rdma_foreign(link->gen))
+		return;
 	pthread_mutex_lock(&smc_rdma.lock);
-	if (--link->refs == 0)
-		link_reap_later(link);
+	if (--link->refs == 0) {
+		smc_rdma_link_reap_later(link);
+	} else if (link->refs == 1 && atomic_load(&link->state) == LINK_UP && smc_rdma.idle_ms) {
+		link->idle_since = smc_rdma_now_ms();
+		wake_poller();		/* it may sleep with no time limit */
+	}
 	pthread_mutex_unlock(&smc_rdma.lock);
+}
+
+/* Under smc_rdma.lock: the link goes (LINK_DEAD) and the table forgets it. */
+static void unlist(struct smc_rdma_link *link)
+{
+	atomic_store(&link->state, LINK_DEAD);
+	for (struct smc_rdma_link **pp = &smc_rdma.links; *pp; pp = &(*pp)->next)
+		if (*pp == link) {
+			*pp = link->next;
+			break;
+		}
+	pthread_cond_broadcast(&smc_rdma.changed);
+}
+
+/* Unlisted, and unused: the QP goes down, the table's reference with it. */
+static void end_idle(struct smc_rdma_link *link, const char *why)
+{
+	smcr_stat_add(rdma.links_idle, 1);
+	smcr_log(SMCR_LOG_INFO, "rdma: link qp %u ended: %s", link->info.qpn, why);
+	IBV(rdma_disconnect)(link->id);
+	smc_rdma_link_put(link);
 }
 
 /* The link is unusable: every endpoint is told, the table forgets it, the QP goes down. */
 void smc_rdma_link_fail(struct smc_rdma_link *link, const char *why)
 {
-	struct smc_rdma_link **pp;
-
 	pthread_mutex_lock(&smc_rdma.lock);
 	if (atomic_load(&link->state) == LINK_DEAD) {
 		pthread_mutex_unlock(&smc_rdma.lock);
 		return;
 	}
-	atomic_store(&link->state, LINK_DEAD);
-	for (pp = &smc_rdma.links; *pp; pp = &(*pp)->next)
-		if (*pp == link) {
-			*pp = link->next;
-			break;
-		}
-	smc_rdma.stats.links_failed++;
-	pthread_cond_broadcast(&smc_rdma.changed);
+	unlist(link);
 	pthread_mutex_unlock(&smc_rdma.lock);
+	smcr_stat_add(rdma.links_failed, 1);
 	smcr_log(SMCR_LOG_INFO, "rdma: link qp %u down: %s", link->info.qpn, why);
 	pthread_mutex_lock(&link->lock);
 	for (struct smc_rdma_endpoint *ep = link->eps; ep; ep = ep->next)
@@ -174,6 +212,49 @@ void smc_rdma_link_fail(struct smc_rdma_link *link, const char *why)
 	pthread_mutex_unlock(&link->lock);
 	IBV(rdma_disconnect)(link->id);
 	smc_rdma_link_put(link);	/* the table's */
+}
+
+void smc_rdma_link_disconnected(struct smc_rdma_link *link)
+{
+	bool idle;
+
+	pthread_mutex_lock(&smc_rdma.lock);
+	idle = atomic_load(&link->state) == LINK_UP && link->refs == 1;
+	if (idle)
+		unlist(link);
+	pthread_mutex_unlock(&smc_rdma.lock);
+	if (idle)
+		end_idle(link, "the peer ended it, idle");
+	else
+		smc_rdma_link_fail(link, "disconnected");
+}
+
+int smc_rdma_on_idle(void)
+{
+	struct smc_rdma_link *link;
+	uint64_t now, next;
+
+	if (!smc_rdma.idle_ms)
+		return -1;
+	do {
+		now = smc_rdma_now_ms();
+		next = UINT64_MAX;
+		pthread_mutex_lock(&smc_rdma.lock);
+		for (link = smc_rdma.links; link; link = link->next) {
+			if (atomic_load(&link->state) != LINK_UP || link->refs != 1)
+				continue;
+			if (now - link->idle_since >= smc_rdma.idle_ms)
+				break;
+			if (link->idle_since + smc_rdma.idle_ms - now < next)
+				next = link->idle_since + smc_rdma.idle_ms - now;
+		}
+		if (link)
+			unlist(link);
+		pthread_mutex_unlock(&smc_rdma.lock);
+		if (link)
+			end_idle(link, "idle");
+	} while (link);
+	return next == UINT64_MAX ? -1 : (int)next;
 }
 
 bool smc_rdma_link_dead(const struct smc_rdma_link *link)
@@ -199,16 +280,15 @@ int smc_rdma_link_bind(struct smc_rdma_link *link, struct smc_rdma_endpoint *ep)
 		link->eps = ep;
 	}
 	pthread_mutex_unlock(&link->lock);
-	if (!rc) {
-		pthread_mutex_lock(&smc_rdma.lock);
-		smc_rdma.stats.endpoints++;
-		pthread_mutex_unlock(&smc_rdma.lock);
-	}
+	if (!rc)
+		smcr_stat_add(rdma.conns_bound, 1);
 	return rc;
 }
 
 void smc_rdma_link_unbind(struct smc_rdma_link *link, struct smc_rdma_endpoint *ep)
 {
+	if (smc_rdma_foreign(link->gen))
+		return;
 	pthread_mutex_lock(&link->lock);
 	for (struct smc_rdma_endpoint **pp = &link->eps; *pp; pp = &(*pp)->next)
 		if (*pp == ep) {
@@ -216,9 +296,7 @@ void smc_rdma_link_unbind(struct smc_rdma_link *link, struct smc_rdma_endpoint *
 			break;
 		}
 	pthread_mutex_unlock(&link->lock);
-	pthread_mutex_lock(&smc_rdma.lock);
-	smc_rdma.stats.endpoints--;
-	pthread_mutex_unlock(&smc_rdma.lock);
+	smcr_stat_add(rdma.conns_unbound, 1);
 }
 
 /* A received CDC, to the endpoint whose token it carries. */
@@ -237,7 +315,7 @@ static void deliver(struct smc_rdma_link *link, const uint8_t *msg, uint32_t len
 	if (ep)
 		smc_rdma_deliver(ep, msg);
 	else
-		atomic_fetch_add(&smc_rdma.unknown_token, 1);
+		smcr_stat_add(rdma.cdc_unknown_token, 1);
 	pthread_mutex_unlock(&link->lock);
 }
 
@@ -245,6 +323,7 @@ static void deliver(struct smc_rdma_link *link, const uint8_t *msg, uint32_t len
 static void link_poll_locked(struct smc_rdma_link *link)
 {
 	struct ibv_wc wc[16];
+	uint64_t sends = 0, recvs = 0;
 	int n;
 
 	while ((n = ibv_poll_cq(link->cq, 16, wc)) > 0) {
@@ -258,22 +337,28 @@ static void link_poll_locked(struct smc_rdma_link *link)
 			if (wc[i].opcode == IBV_WC_RECV) {
 				uint32_t slot = (uint32_t)wc[i].wr_id;
 
+				recvs++;
 				deliver(link, link->recv_buf + (size_t)slot * RECV_BUF_LEN,
 					wc[i].byte_len);
 				if (!smc_rdma_link_dead(link) && post_recv(link, slot))
 					smc_rdma_link_fail(link, "cannot repost a receive");
 			} else {
+				sends++;
 				atomic_store(&link->completed, wc[i].wr_id);
 			}
 		}
 	}
 	if (n < 0)
 		smc_rdma_link_fail(link, "polling the CQ failed");
+	if (sends)
+		smcr_stat_add(rdma.wc_send, sends);
+	if (recvs)
+		smcr_stat_add(rdma.wc_recv, recvs);
 }
 
 void smc_rdma_link_poll(struct smc_rdma_link *link)
 {
-	if (pthread_mutex_trylock(&link->cq_lock) == 0) {
+	if (!smc_rdma_foreign(link->gen) && pthread_mutex_trylock(&link->cq_lock) == 0) {
 		link_poll_locked(link);
 		pthread_mutex_unlock(&link->cq_lock);
 	}
@@ -281,7 +366,8 @@ void smc_rdma_link_poll(struct smc_rdma_link *link)
 
 void smc_rdma_link_arm_any(struct smc_rdma_link *link)
 {
-	ibv_req_notify_cq(link->cq, 0);
+	if (!smc_rdma_foreign(link->gen))
+		ibv_req_notify_cq(link->cq, 0);
 }
 
 /* Posts wr, signalled if signal or if it is the signal_every-th. */
@@ -291,12 +377,14 @@ static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr, bool signal)
 	bool waited = false;
 	int rc;
 
+	if (smc_rdma_foreign(link->gen))
+		return -ECONNRESET;
 	pthread_mutex_lock(&link->lock);
 	while (!smc_rdma_link_dead(link) &&
 	       link->posted - atomic_load(&link->completed) >= link->send_slots) {
 		pthread_mutex_unlock(&link->lock);
 		if (!waited)
-			atomic_fetch_add(&smc_rdma.slots_exhausted, 1);
+			smcr_stat_add(rdma.cdc_slots_exhausted, 1);
 		waited = true;
 		smc_rdma_link_poll(link);
 		sched_yield();
@@ -366,19 +454,40 @@ void smc_rdma_dev_fail_links(struct rdma_dev *dev, const char *why)
 	} while (link);
 }
 
+/*
+ * The link in the table whose QP or CQ an asynchronous event names; NULL if
+ * none: one that failed already, or (after a fork, on the verbs context
+ * both processes share) the other process's, whose pointer means nothing
+ * here.  The poller's: only it frees links.
+ */
+static struct smc_rdma_link *link_named(const struct ibv_qp *qp, const struct ibv_cq *cq)
+{
+	struct smc_rdma_link *link;
+
+	pthread_mutex_lock(&smc_rdma.lock);
+	for (link = smc_rdma.links; link; link = link->next)
+		if (qp ? link->qp == qp : link->cq == cq)
+			break;
+	pthread_mutex_unlock(&smc_rdma.lock);
+	return link;
+}
+
 void smc_rdma_on_async_events(struct rdma_dev *dev)
 {
 	struct ibv_async_event e;
+	struct smc_rdma_link *link;
 
 	while (IBV(ibv_get_async_event)(dev->verbs, &e) == 0) {
 		switch (e.event_type) {
 		case IBV_EVENT_QP_FATAL:
 		case IBV_EVENT_QP_REQ_ERR:
 		case IBV_EVENT_QP_ACCESS_ERR:
-			smc_rdma_link_fail(e.element.qp->qp_context, "QP error");
+			if ((link = link_named(e.element.qp, NULL)) != NULL)
+				smc_rdma_link_fail(link, "QP error");
 			break;
 		case IBV_EVENT_CQ_ERR:
-			smc_rdma_link_fail(e.element.cq->cq_context, "CQ error");
+			if ((link = link_named(NULL, e.element.cq)) != NULL)
+				smc_rdma_link_fail(link, "CQ error");
 			break;
 		case IBV_EVENT_DEVICE_FATAL:
 			smc_rdma_dev_fail_links(dev, "device fatal error");
@@ -421,9 +530,7 @@ void smc_rdma_on_reap(void)
 	for (; list; list = next) {
 		next = list->next;
 		smc_rdma_link_free(list, true);
-		pthread_mutex_lock(&smc_rdma.lock);
-		smc_rdma.stats.links--;
-		pthread_mutex_unlock(&smc_rdma.lock);
+		smcr_stat_add(rdma.links_ended, 1);
 	}
 }
 

@@ -14,6 +14,7 @@
 #include "smc_ibv.h"
 #include "smc_rdma_link.h"
 #include "smc_transport.h"
+#include "stats.h"
 
 /* What an rdma_cm id's context or an epoll entry points to starts with its kind. */
 enum kind { K_LISTENER, K_LINK, K_CM, K_CTL, K_ASYNC, K_CQ };
@@ -40,6 +41,7 @@ struct rdma_dev {
 	 *    64 KiB WRITEs stalled that way.
 	 */
 	bool iwarp;
+	unsigned int gen;			/* smc_rdma.gen when made */
 	struct rdma_dev *next;
 };
 
@@ -64,6 +66,8 @@ struct smc_rdma_link {
 	struct smc_rdma_link_info info;
 	_Atomic int state;			/* enum link_state; set under smc_rdma.lock */
 	unsigned int refs;			/* under smc_rdma.lock: the table's, each endpoint's */
+	uint64_t idle_since;			/* under smc_rdma.lock: ms, when refs fell to 1 */
+	unsigned int gen;			/* smc_rdma.gen when made */
 	pthread_mutex_t lock;			/* eps, the send queue */
 	struct smc_rdma_endpoint *eps;
 	uint64_t posted;
@@ -85,11 +89,27 @@ struct smc_rdma_state {
 	struct smc_rdma_link *links;		/* connecting or up */
 	struct smc_rdma_link *reap;		/* dead and unreferenced */
 	unsigned int send_slots, recv_slots;
-	struct smc_rdma_stats stats;
-	_Atomic uint64_t slots_exhausted, unknown_token;
+	unsigned int idle_ms;			/* idle links go after this; 0: never */
+	/*
+	 * +1 in a forked child: links and devices of an older generation are
+	 * the parent's (smc_rdma_dev.c, "fork"), and no verb ever touches them.
+	 */
+	_Atomic unsigned int gen;
 };
 
 extern struct smc_rdma_state smc_rdma;
+
+/* Made by the parent before a fork: the child only forgets it (see gen). */
+static inline bool smc_rdma_foreign(unsigned int gen)
+{
+	return gen != atomic_load_explicit(&smc_rdma.gen, memory_order_relaxed);
+}
+
+/* Milliseconds on CLOCK_MONOTONIC: idle times. */
+static inline uint64_t smc_rdma_now_ms(void)
+{
+	return smc_clock_ns() / 1000000u;
+}
 
 /* smc_rdma_dev.c */
 int smc_rdma_start(void);			/* loads, starts the poller once: 0 or -ENODEV */
@@ -99,7 +119,10 @@ struct rdma_dev *smc_rdma_dev_get(struct ibv_context *verbs);	/* under smc_rdma.
 int smc_rdma_link_new(struct rdma_cm_id *id, struct smc_rdma_link **out);
 void smc_rdma_link_free(struct smc_rdma_link *link, bool destroy_id);
 void smc_rdma_link_up(struct smc_rdma_link *link);		/* under smc_rdma.lock */
+void smc_rdma_link_reap_later(struct smc_rdma_link *link);	/* under smc_rdma.lock */
 void smc_rdma_link_fail(struct smc_rdma_link *link, const char *why);
+void smc_rdma_link_disconnected(struct smc_rdma_link *link);	/* the poller's */
+int smc_rdma_on_idle(void);		/* the poller's: ms until the next idle link's time, or -1 */
 void smc_rdma_dev_fail_links(struct rdma_dev *dev, const char *why);
 void smc_rdma_on_async_events(struct rdma_dev *dev);	/* the poller's */
 void smc_rdma_on_cq_events(struct rdma_dev *dev);
