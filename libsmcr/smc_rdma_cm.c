@@ -153,7 +153,7 @@ void smc_rdma_on_cm_events(void)
 
 			pthread_mutex_lock(&smc_rdma.lock);
 			for (struct rdma_dev *d = smc_rdma.devs; d; d = d->next)
-				if (d->verbs == e->id->verbs)
+				if (d->cm_verbs == e->id->verbs || d->verbs == e->id->verbs)
 					gone = d;
 			pthread_mutex_unlock(&smc_rdma.lock);
 			if (gone)

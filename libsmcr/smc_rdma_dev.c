@@ -22,13 +22,10 @@
  * through the descriptors both share.  So the child's handler only
  * forgets: it marks every inherited endpoint down, closes the child's
  * copies of the transport's own descriptors (epoll, eventfd, rdma_cm
- * channel, completion channels: the files stay open in the parent), leaks
- * the memory, and lets the first use start everything anew.  One thing
- * stays shared: librdmacm keeps the verbs context it opened for a device
- * (and has no call to reopen it), so the child's new PD, CQs and QPs live
- * in that context too, and an asynchronous event of either process may be
- * read by the other (smc_rdma_on_async_events checks whose link it names).
- * Before the fork the handler takes the transport's locks, and every
+ * channel, our verbs contexts and completion channels: the files stay
+ * open in the parent, and its objects go when it exits), leaks the memory,
+ * and lets the first use start everything anew, on verbs contexts of its
+ * own (smc_rdma_priv.h says why not librdmacm's).  Before the fork the handler takes the transport's locks, and every
  * link's, so that the child's copies are not held by a thread it lacks.
  */
 #include <errno.h>
@@ -92,20 +89,21 @@ struct rdma_dev *smc_rdma_dev_get(struct ibv_context *verbs)
 	struct rdma_dev *dev;
 
 	for (dev = smc_rdma.devs; dev; dev = dev->next)
-		if (dev->verbs == verbs)
+		if (dev->cm_verbs == verbs || dev->verbs == verbs)
 			return dev;
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return NULL;
-	dev->verbs = verbs;
+	dev->cm_verbs = verbs;
 	dev->gen = atomic_load(&smc_rdma.gen);
 	dev->iwarp = verbs->device->transport_type == IBV_TRANSPORT_IWARP;
 	dev->async_src = (struct poll_src){ .kind = K_ASYNC, .dev = dev };
 	dev->cq_src = (struct poll_src){ .kind = K_CQ, .dev = dev };
-	dev->pd = IBV(ibv_alloc_pd)(verbs);
-	dev->chan = dev->pd ? IBV(ibv_create_comp_channel)(verbs) : NULL;
-	if (!dev->chan || nonblocking(dev->chan->fd) || nonblocking(verbs->async_fd) ||
-	    watch(verbs->async_fd, &dev->async_src) || watch(dev->chan->fd, &dev->cq_src)) {
+	dev->verbs = IBV(ibv_open_device)(verbs->device);
+	dev->pd = dev->verbs ? IBV(ibv_alloc_pd)(dev->verbs) : NULL;
+	dev->chan = dev->pd ? IBV(ibv_create_comp_channel)(dev->verbs) : NULL;
+	if (!dev->chan || nonblocking(dev->chan->fd) || nonblocking(dev->verbs->async_fd) ||
+	    watch(dev->verbs->async_fd, &dev->async_src) || watch(dev->chan->fd, &dev->cq_src)) {
 		/* what was made stays: devices live as long as the process */
 		smcr_log(SMCR_LOG_ERROR, "rdma: cannot set up device %s", verbs->device->name);
 		return NULL;
@@ -291,8 +289,11 @@ static void after_fork_child(void)
 		close_copy(smc_rdma.epfd);
 		close_copy(smc_rdma.ctl_fd);
 		close_copy(smc_rdma.cm->fd);
-		for (struct rdma_dev *dev = smc_rdma.devs; dev; dev = dev->next)
+		for (struct rdma_dev *dev = smc_rdma.devs; dev; dev = dev->next) {
 			close_copy(dev->chan->fd);
+			close_copy(dev->verbs->async_fd);
+			close_copy(dev->verbs->cmd_fd);
+		}
 	}
 	smc_rdma.cm = NULL;
 	smc_rdma.epfd = smc_rdma.ctl_fd = -1;

@@ -83,7 +83,9 @@ int smc_rdma_link_new(struct rdma_cm_id *id, struct smc_rdma_link **out)
 	link->signal_every = link->send_slots / 4 ? link->send_slots / 4 : 1;
 	if (!link->dev)
 		goto fail;
-	link->cq = IBV(ibv_create_cq)(id->verbs, (int)(link->send_slots + link->recv_slots), link,
+	/* our own context, not librdmacm's (smc_rdma_priv.h): rdma_create_qp wants the PD's */
+	id->verbs = link->dev->verbs;
+	link->cq = IBV(ibv_create_cq)(link->dev->verbs, (int)(link->send_slots + link->recv_slots), link,
 				      link->dev->chan, 0);
 	if (!link->cq)
 		goto fail_errno;
@@ -454,40 +456,19 @@ void smc_rdma_dev_fail_links(struct rdma_dev *dev, const char *why)
 	} while (link);
 }
 
-/*
- * The link in the table whose QP or CQ an asynchronous event names; NULL if
- * none: one that failed already, or (after a fork, on the verbs context
- * both processes share) the other process's, whose pointer means nothing
- * here.  The poller's: only it frees links.
- */
-static struct smc_rdma_link *link_named(const struct ibv_qp *qp, const struct ibv_cq *cq)
-{
-	struct smc_rdma_link *link;
-
-	pthread_mutex_lock(&smc_rdma.lock);
-	for (link = smc_rdma.links; link; link = link->next)
-		if (qp ? link->qp == qp : link->cq == cq)
-			break;
-	pthread_mutex_unlock(&smc_rdma.lock);
-	return link;
-}
-
 void smc_rdma_on_async_events(struct rdma_dev *dev)
 {
 	struct ibv_async_event e;
-	struct smc_rdma_link *link;
 
 	while (IBV(ibv_get_async_event)(dev->verbs, &e) == 0) {
 		switch (e.event_type) {
 		case IBV_EVENT_QP_FATAL:
 		case IBV_EVENT_QP_REQ_ERR:
 		case IBV_EVENT_QP_ACCESS_ERR:
-			if ((link = link_named(e.element.qp, NULL)) != NULL)
-				smc_rdma_link_fail(link, "QP error");
+			smc_rdma_link_fail(e.element.qp->qp_context, "QP error");
 			break;
 		case IBV_EVENT_CQ_ERR:
-			if ((link = link_named(NULL, e.element.cq)) != NULL)
-				smc_rdma_link_fail(link, "CQ error");
+			smc_rdma_link_fail(e.element.cq->cq_context, "CQ error");
 			break;
 		case IBV_EVENT_DEVICE_FATAL:
 			smc_rdma_dev_fail_links(dev, "device fatal error");

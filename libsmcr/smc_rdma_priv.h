@@ -24,8 +24,16 @@ struct poll_src {
 	struct rdma_dev *dev;
 };
 
+/*
+ * A device, on a verbs context of our own: librdmacm's (cm_verbs, which
+ * its ids point to until a link takes one over) is opened once per process
+ * and kept, so a forked child would inherit it, and the kernel refuses
+ * write() commands (rxe's doorbell among them) on a uverbs file opened
+ * under other credentials - a forked child's are new (ib_safe_file_access).
+ */
 struct rdma_dev {
-	struct ibv_context *verbs;
+	struct ibv_context *cm_verbs;		/* librdmacm's: which device */
+	struct ibv_context *verbs;		/* ours: every object on the device */
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *chan;
 	struct poll_src async_src, cq_src;
@@ -113,7 +121,8 @@ static inline uint64_t smc_rdma_now_ms(void)
 
 /* smc_rdma_dev.c */
 int smc_rdma_start(void);			/* loads, starts the poller once: 0 or -ENODEV */
-struct rdma_dev *smc_rdma_dev_get(struct ibv_context *verbs);	/* under smc_rdma.lock */
+/* Under smc_rdma.lock: by librdmacm's context (an id's verbs) or ours. */
+struct rdma_dev *smc_rdma_dev_get(struct ibv_context *verbs);
 
 /* smc_rdma_link.c */
 int smc_rdma_link_new(struct rdma_cm_id *id, struct smc_rdma_link **out);
