@@ -270,16 +270,23 @@ static void close_copy(int fd)
 		REAL(close)(fd);
 }
 
+/* In the child: the parent's link, and the child's views of its connections, are down. */
+static void forget(struct smc_rdma_link *link)
+{
+	atomic_store(&link->state, LINK_DEAD);
+	for (struct smc_rdma_endpoint *ep = link->eps; ep; ep = ep->next)
+		smc_rdma_link_forgotten(ep);
+}
+
 /* The child's only thread: forgets the parent's RDMA state (the header comment). */
 static void after_fork_child(void)
 {
 	atomic_fetch_add(&smc_rdma.gen, 1);
-	for (struct smc_rdma_link *link = smc_rdma.links; link; link = link->next) {
-		atomic_store(&link->state, LINK_DEAD);
-		for (struct smc_rdma_endpoint *ep = link->eps; ep; ep = ep->next)
-			smc_rdma_link_forgotten(ep);
-	}
+	for (struct smc_rdma_link *link = smc_rdma.links; link; link = link->next)
+		forget(link);
 	for (size_t i = 0; i < nheld; i++) {
+		/* one that failed since before_fork listed it may not have told its endpoints */
+		forget(held[i]);
 		pthread_mutex_unlock(&held[i]->lock);
 		pthread_mutex_unlock(&held[i]->cq_lock);
 	}

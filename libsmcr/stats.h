@@ -68,7 +68,8 @@
 	X(links)            /* links made: connected, or accepted from a peer */    \
 	X(links_ended)      /* links freed: failed, idle or their process exited */ \
 	X(links_failed)     /* links that failed: error, peer gone, device gone */  \
-	X(links_idle)       /* links torn down after the idle time, by either end */ \
+	X(links_idle)       /* links ended unused: idle here, or disconnected by the \
+			       peer (idle there, or its process gone) */            \
 	X(wc_send)          /* send completions taken (signalled WRITEs, SENDs) */  \
 	X(wc_recv)          /* receive completions taken: CDCs received */           \
 	X(cdc_slots_exhausted) /* a post had to wait for a send-queue slot */       \
