@@ -25,8 +25,12 @@
  * channel, our verbs contexts and completion channels: the files stay
  * open in the parent, and its objects go when it exits), leaks the memory,
  * and lets the first use start everything anew, on verbs contexts of its
- * own (smc_rdma_priv.h says why not librdmacm's).  Before the fork the handler takes the transport's locks, and every
- * link's, so that the child's copies are not held by a thread it lacks.
+ * own (smc_rdma_priv.h says why not librdmacm's).  The handlers are
+ * registered when the transport starts, after libsmcr's own (init.c): in
+ * the child those run first, and must not call into the transport (before
+ * this one, the parent's links still look like the child's).  Before the
+ * fork the handler takes the transport's locks, and every link's, so that
+ * the child's copies are not held by a thread it lacks.
  */
 #include <errno.h>
 #include <fcntl.h>
