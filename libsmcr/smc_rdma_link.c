@@ -332,6 +332,11 @@ static void link_poll_locked(struct smc_rdma_link *link)
 		for (int i = 0; i < n; i++) {
 			smcr_log(SMCR_LOG_DEBUG, "rdma: qp %u: completion opcode %d status %d len %u",
 				 link->info.qpn, wc[i].opcode, wc[i].status, wc[i].byte_len);
+			if (wc[i].status == IBV_WC_WR_FLUSH_ERR) {
+				/* the QP went to error: a disconnect (siw flushes before the event) */
+				smc_rdma_link_disconnected(link);
+				continue;
+			}
 			if (wc[i].status != IBV_WC_SUCCESS) {
 				smc_rdma_link_fail(link, IBV(ibv_wc_status_str)(wc[i].status));
 				continue;

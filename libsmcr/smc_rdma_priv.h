@@ -130,7 +130,8 @@ void smc_rdma_link_free(struct smc_rdma_link *link, bool destroy_id);
 void smc_rdma_link_up(struct smc_rdma_link *link);		/* under smc_rdma.lock */
 void smc_rdma_link_reap_later(struct smc_rdma_link *link);	/* under smc_rdma.lock */
 void smc_rdma_link_fail(struct smc_rdma_link *link, const char *why);
-void smc_rdma_link_disconnected(struct smc_rdma_link *link);	/* the poller's */
+/* Disconnected, or its QP flushed: ends unused (refs 1: the table's only), else fails. */
+void smc_rdma_link_disconnected(struct smc_rdma_link *link);
 int smc_rdma_on_idle(void);		/* the poller's: ms until the next idle link's time, or -1 */
 void smc_rdma_dev_fail_links(struct rdma_dev *dev, const char *why);
 void smc_rdma_on_async_events(struct rdma_dev *dev);	/* the poller's */
