@@ -133,6 +133,7 @@ struct smcr_control_stats {
 	uint64_t peak_connections;      /* most of those seen at once (sampled) */
 	uint64_t processes;             /* registered now */
 	uint64_t exited;                /* registered processes gone */
+	uint64_t rdma_links;            /* RDMA links up in registered processes now */
 	struct smcr_stats_counts counts;
 };
 

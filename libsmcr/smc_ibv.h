@@ -18,6 +18,7 @@
 
 /* X(library, name): every function the transport calls by symbol. */
 #define SMC_IBV_FUNCS(X)			\
+	X(VERBS, ibv_open_device)		\
 	X(VERBS, ibv_alloc_pd)			\
 	X(VERBS, ibv_dealloc_pd)		\
 	X(VERBS, ibv_reg_mr)			\

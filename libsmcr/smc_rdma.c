@@ -116,6 +116,15 @@ void smc_rdma_link_down(struct smc_rdma_endpoint *ep)
 	wake_waiters(rc);
 }
 
+void smc_rdma_link_forgotten(struct smc_rdma_endpoint *ep)
+{
+	struct rdma_conn *rc = (struct rdma_conn *)ep;
+
+	/* the wake-up eventfd is shared with the parent, whose waiters it would wake */
+	atomic_store(&rc->down, true);
+	atomic_fetch_add_explicit(&rc->wakes, 1, memory_order_release);
+}
+
 /* ---- setup ---- */
 
 static int sock_addr(int sock, bool peer, struct sockaddr_storage *ss)

@@ -9,7 +9,8 @@
  * (iWARP carries no QP number of its own).  Once established the id moves
  * to the poller's event channel, where the listener ids live too, and
  * whose events (a peer's connect request, a disconnect) this file handles.
- * A link that is up stays in the table, idle or not, until it fails.
+ * A link that is up stays in the table until it fails or has been idle
+ * for smc_rdma.idle_ms (smc_rdma_link.c).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -113,15 +114,15 @@ static int accept_link(struct rdma_cm_event *e)
 		return rc;
 	}
 	pthread_mutex_lock(&smc_rdma.lock);
-	smc_rdma.stats.links++;
 	link->refs = 1;
 	link->next = smc_rdma.links;
 	smc_rdma.links = link;
 	pthread_mutex_unlock(&smc_rdma.lock);
+	smcr_stat_add(rdma.links, 1);
 	return 0;
 }
 
-/* Every link on dev fails (the device is gone or broken). */
+/* The poller's: connect requests, links established, disconnected or failed, devices gone. */
 void smc_rdma_on_cm_events(void)
 {
 	struct rdma_cm_event *e;
@@ -152,14 +153,18 @@ void smc_rdma_on_cm_events(void)
 
 			pthread_mutex_lock(&smc_rdma.lock);
 			for (struct rdma_dev *d = smc_rdma.devs; d; d = d->next)
-				if (d->verbs == e->id->verbs)
+				if (d->cm_verbs == e->id->verbs || d->verbs == e->id->verbs)
 					gone = d;
 			pthread_mutex_unlock(&smc_rdma.lock);
 			if (gone)
 				smc_rdma_dev_fail_links(gone, "device removed");
 			break;
 		}
-		default:	/* disconnected, rejected, unreachable, errors */
+		case RDMA_CM_EVENT_DISCONNECTED:	/* idle at the peer, or it went */
+			if (ctx && *ctx == K_LINK)
+				smc_rdma_link_disconnected((struct smc_rdma_link *)ctx);
+			break;
+		default:	/* rejected, unreachable, errors */
 			if (ctx && *ctx == K_LINK)
 				smc_rdma_link_fail((struct smc_rdma_link *)ctx, IBV(rdma_event_str)(e->event));
 			break;
@@ -294,8 +299,8 @@ static int link_connect(const struct sockaddr *local, const struct sockaddr *pee
 	link->refs = 2;		/* the table's and the caller's */
 	link->next = smc_rdma.links;
 	smc_rdma.links = link;
-	smc_rdma.stats.links++;
 	pthread_mutex_unlock(&smc_rdma.lock);
+	smcr_stat_add(rdma.links, 1);
 	/*
 	 * iWARP (MPA, RFC 5044) lets the accepting side send only after our
 	 * first message: a zero-length RDMA WRITE, which needs no rkey and

@@ -6,6 +6,18 @@
  * its completion frees every slot up to it.  A post that finds no slot
  * polls the CQ itself (counted: cdc_slots_exhausted).
  *
+ * A link ends by failing (smc_rdma_link_fail: its endpoints are told) or,
+ * with no endpoint and no one about to bind one (refs 1: the table's),
+ * idle: the poller takes it out of the table under smc_rdma.lock, where
+ * smc_rdma_link_get and smc_rdma_link_find take their references, so a
+ * new connection either got it before (and it is not idle) or finds
+ * another.  The peer's side of an idle link sees a disconnect with no
+ * endpoint of its own either and ends it the same way; with one, it fails.
+ *
+ * Every entry point a connection calls first checks that the link is this
+ * process's (smc_rdma_foreign): in a forked child, the parent's are left
+ * alone, locks included.
+ *
  * Locks, in order: a link's cq_lock, then its lock or smc_rdma.lock (never
  * both).
  */
@@ -60,6 +72,7 @@ int smc_rdma_link_new(struct rdma_cm_id *id, struct smc_rdma_link **out)
 		return -ENOMEM;
 	link->kind = K_LINK;
 	link->id = id;
+	link->gen = atomic_load(&smc_rdma.gen);
 	pthread_mutex_init(&link->lock, NULL);
 	pthread_mutex_init(&link->cq_lock, NULL);
 	pthread_mutex_lock(&smc_rdma.lock);
@@ -70,7 +83,9 @@ int smc_rdma_link_new(struct rdma_cm_id *id, struct smc_rdma_link **out)
 	link->signal_every = link->send_slots / 4 ? link->send_slots / 4 : 1;
 	if (!link->dev)
 		goto fail;
-	link->cq = IBV(ibv_create_cq)(id->verbs, (int)(link->send_slots + link->recv_slots), link,
+	/* our own context, not librdmacm's (smc_rdma_priv.h): rdma_create_qp wants the PD's */
+	id->verbs = link->dev->verbs;
+	link->cq = IBV(ibv_create_cq)(link->dev->verbs, (int)(link->send_slots + link->recv_slots), link,
 				      link->dev->chan, 0);
 	if (!link->cq)
 		goto fail_errno;
@@ -126,47 +141,72 @@ void smc_rdma_link_up(struct smc_rdma_link *link)
 	}
 	ibv_req_notify_cq(link->cq, !link->dev->iwarp);
 	atomic_store(&link->state, LINK_UP);
-	smc_rdma.stats.links_up++;
+	link->idle_since = smc_rdma_now_ms();
 	pthread_cond_broadcast(&smc_rdma.changed);
 }
 
-static void link_reap_later(struct smc_rdma_link *link)
+/* Wakes the poller: a link to free, or one idle from now on. */
+static void wake_poller(void)
 {
 	uint64_t one = 1;
 
+	if (REAL(write)(smc_rdma.ctl_fd, &one, sizeof(one)) < 0)
+		smcr_log(SMCR_LOG_WARN, "rdma: cannot wake the poller");
+}
+
+void smc_rdma_link_reap_later(struct smc_rdma_link *link)
+{
 	link->next = smc_rdma.reap;
 	smc_rdma.reap = link;
-	if (REAL(write)(smc_rdma.ctl_fd, &one, sizeof(one)) < 0)
-		smcr_log(SMCR_LOG_WARN, "rdma: cannot wake the poller to free a link");
+	wake_poller();
 }
 
 void smc_rdma_link_put(struct smc_rdma_link *link)
 {
+	if (smc_rdma_foreign(link->gen))
+		return;
 	pthread_mutex_lock(&smc_rdma.lock);
-	if (--link->refs == 0)
-		link_reap_later(link);
+	if (--link->refs == 0) {
+		smc_rdma_link_reap_later(link);
+	} else if (link->refs == 1 && atomic_load(&link->state) == LINK_UP && smc_rdma.idle_ms) {
+		link->idle_since = smc_rdma_now_ms();
+		wake_poller();		/* it may sleep with no time limit */
+	}
 	pthread_mutex_unlock(&smc_rdma.lock);
+}
+
+/* Under smc_rdma.lock: the link goes (LINK_DEAD) and the table forgets it. */
+static void unlist(struct smc_rdma_link *link)
+{
+	atomic_store(&link->state, LINK_DEAD);
+	for (struct smc_rdma_link **pp = &smc_rdma.links; *pp; pp = &(*pp)->next)
+		if (*pp == link) {
+			*pp = link->next;
+			break;
+		}
+	pthread_cond_broadcast(&smc_rdma.changed);
+}
+
+/* Unlisted, and unused: the QP goes down, the table's reference with it. */
+static void end_idle(struct smc_rdma_link *link, const char *why)
+{
+	smcr_stat_add(rdma.links_idle, 1);
+	smcr_log(SMCR_LOG_INFO, "rdma: link qp %u ended: %s", link->info.qpn, why);
+	IBV(rdma_disconnect)(link->id);
+	smc_rdma_link_put(link);
 }
 
 /* The link is unusable: every endpoint is told, the table forgets it, the QP goes down. */
 void smc_rdma_link_fail(struct smc_rdma_link *link, const char *why)
 {
-	struct smc_rdma_link **pp;
-
 	pthread_mutex_lock(&smc_rdma.lock);
 	if (atomic_load(&link->state) == LINK_DEAD) {
 		pthread_mutex_unlock(&smc_rdma.lock);
 		return;
 	}
-	atomic_store(&link->state, LINK_DEAD);
-	for (pp = &smc_rdma.links; *pp; pp = &(*pp)->next)
-		if (*pp == link) {
-			*pp = link->next;
-			break;
-		}
-	smc_rdma.stats.links_failed++;
-	pthread_cond_broadcast(&smc_rdma.changed);
+	unlist(link);
 	pthread_mutex_unlock(&smc_rdma.lock);
+	smcr_stat_add(rdma.links_failed, 1);
 	smcr_log(SMCR_LOG_INFO, "rdma: link qp %u down: %s", link->info.qpn, why);
 	pthread_mutex_lock(&link->lock);
 	for (struct smc_rdma_endpoint *ep = link->eps; ep; ep = ep->next)
@@ -174,6 +214,49 @@ void smc_rdma_link_fail(struct smc_rdma_link *link, const char *why)
 	pthread_mutex_unlock(&link->lock);
 	IBV(rdma_disconnect)(link->id);
 	smc_rdma_link_put(link);	/* the table's */
+}
+
+void smc_rdma_link_disconnected(struct smc_rdma_link *link)
+{
+	bool idle;
+
+	pthread_mutex_lock(&smc_rdma.lock);
+	idle = atomic_load(&link->state) == LINK_UP && link->refs == 1;
+	if (idle)
+		unlist(link);
+	pthread_mutex_unlock(&smc_rdma.lock);
+	if (idle)
+		end_idle(link, "the peer ended it, idle");
+	else
+		smc_rdma_link_fail(link, "disconnected");
+}
+
+int smc_rdma_on_idle(void)
+{
+	struct smc_rdma_link *link;
+	uint64_t now, next;
+
+	if (!smc_rdma.idle_ms)
+		return -1;
+	do {
+		now = smc_rdma_now_ms();
+		next = UINT64_MAX;
+		pthread_mutex_lock(&smc_rdma.lock);
+		for (link = smc_rdma.links; link; link = link->next) {
+			if (atomic_load(&link->state) != LINK_UP || link->refs != 1)
+				continue;
+			if (now - link->idle_since >= smc_rdma.idle_ms)
+				break;
+			if (link->idle_since + smc_rdma.idle_ms - now < next)
+				next = link->idle_since + smc_rdma.idle_ms - now;
+		}
+		if (link)
+			unlist(link);
+		pthread_mutex_unlock(&smc_rdma.lock);
+		if (link)
+			end_idle(link, "idle");
+	} while (link);
+	return next == UINT64_MAX ? -1 : (int)next;
 }
 
 bool smc_rdma_link_dead(const struct smc_rdma_link *link)
@@ -199,16 +282,15 @@ int smc_rdma_link_bind(struct smc_rdma_link *link, struct smc_rdma_endpoint *ep)
 		link->eps = ep;
 	}
 	pthread_mutex_unlock(&link->lock);
-	if (!rc) {
-		pthread_mutex_lock(&smc_rdma.lock);
-		smc_rdma.stats.endpoints++;
-		pthread_mutex_unlock(&smc_rdma.lock);
-	}
+	if (!rc)
+		smcr_stat_add(rdma.conns_bound, 1);
 	return rc;
 }
 
 void smc_rdma_link_unbind(struct smc_rdma_link *link, struct smc_rdma_endpoint *ep)
 {
+	if (smc_rdma_foreign(link->gen))
+		return;
 	pthread_mutex_lock(&link->lock);
 	for (struct smc_rdma_endpoint **pp = &link->eps; *pp; pp = &(*pp)->next)
 		if (*pp == ep) {
@@ -216,9 +298,7 @@ void smc_rdma_link_unbind(struct smc_rdma_link *link, struct smc_rdma_endpoint *
 			break;
 		}
 	pthread_mutex_unlock(&link->lock);
-	pthread_mutex_lock(&smc_rdma.lock);
-	smc_rdma.stats.endpoints--;
-	pthread_mutex_unlock(&smc_rdma.lock);
+	smcr_stat_add(rdma.conns_unbound, 1);
 }
 
 /* A received CDC, to the endpoint whose token it carries. */
@@ -237,7 +317,7 @@ static void deliver(struct smc_rdma_link *link, const uint8_t *msg, uint32_t len
 	if (ep)
 		smc_rdma_deliver(ep, msg);
 	else
-		atomic_fetch_add(&smc_rdma.unknown_token, 1);
+		smcr_stat_add(rdma.cdc_unknown_token, 1);
 	pthread_mutex_unlock(&link->lock);
 }
 
@@ -245,12 +325,18 @@ static void deliver(struct smc_rdma_link *link, const uint8_t *msg, uint32_t len
 static void link_poll_locked(struct smc_rdma_link *link)
 {
 	struct ibv_wc wc[16];
+	uint64_t sends = 0, recvs = 0;
 	int n;
 
 	while ((n = ibv_poll_cq(link->cq, 16, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
 			smcr_log(SMCR_LOG_DEBUG, "rdma: qp %u: completion opcode %d status %d len %u",
 				 link->info.qpn, wc[i].opcode, wc[i].status, wc[i].byte_len);
+			if (wc[i].status == IBV_WC_WR_FLUSH_ERR) {
+				/* the QP went to error: a disconnect (siw flushes before the event) */
+				smc_rdma_link_disconnected(link);
+				continue;
+			}
 			if (wc[i].status != IBV_WC_SUCCESS) {
 				smc_rdma_link_fail(link, IBV(ibv_wc_status_str)(wc[i].status));
 				continue;
@@ -258,22 +344,28 @@ static void link_poll_locked(struct smc_rdma_link *link)
 			if (wc[i].opcode == IBV_WC_RECV) {
 				uint32_t slot = (uint32_t)wc[i].wr_id;
 
+				recvs++;
 				deliver(link, link->recv_buf + (size_t)slot * RECV_BUF_LEN,
 					wc[i].byte_len);
 				if (!smc_rdma_link_dead(link) && post_recv(link, slot))
 					smc_rdma_link_fail(link, "cannot repost a receive");
 			} else {
+				sends++;
 				atomic_store(&link->completed, wc[i].wr_id);
 			}
 		}
 	}
 	if (n < 0)
 		smc_rdma_link_fail(link, "polling the CQ failed");
+	if (sends)
+		smcr_stat_add(rdma.wc_send, sends);
+	if (recvs)
+		smcr_stat_add(rdma.wc_recv, recvs);
 }
 
 void smc_rdma_link_poll(struct smc_rdma_link *link)
 {
-	if (pthread_mutex_trylock(&link->cq_lock) == 0) {
+	if (!smc_rdma_foreign(link->gen) && pthread_mutex_trylock(&link->cq_lock) == 0) {
 		link_poll_locked(link);
 		pthread_mutex_unlock(&link->cq_lock);
 	}
@@ -281,6 +373,8 @@ void smc_rdma_link_poll(struct smc_rdma_link *link)
 
 void smc_rdma_link_drain(struct smc_rdma_link *link)
 {
+	if (smc_rdma_foreign(link->gen))
+		return;
 	pthread_mutex_lock(&link->cq_lock);
 	link_poll_locked(link);
 	pthread_mutex_unlock(&link->cq_lock);
@@ -288,6 +382,8 @@ void smc_rdma_link_drain(struct smc_rdma_link *link)
 
 void smc_rdma_link_arm_any(struct smc_rdma_link *link)
 {
+	if (smc_rdma_foreign(link->gen))
+		return;
 	ibv_req_notify_cq(link->cq, 0);
 	/* a completion that came before the arm must be seen by this poll */
 	smc_rdma_link_drain(link);
@@ -310,12 +406,14 @@ static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr, unsigned int
 	bool waited = false;
 	int rc;
 
+	if (smc_rdma_foreign(link->gen))
+		return -ECONNRESET;
 	pthread_mutex_lock(&link->lock);
 	while (!smc_rdma_link_dead(link) &&
 	       link->posted - atomic_load(&link->completed) + n > link->send_slots) {
 		pthread_mutex_unlock(&link->lock);
 		if (!waited)
-			atomic_fetch_add(&smc_rdma.slots_exhausted, 1);
+			smcr_stat_add(rdma.cdc_slots_exhausted, 1);
 		waited = true;
 		smc_rdma_link_poll(link);
 		sched_yield();
@@ -506,9 +604,7 @@ void smc_rdma_on_reap(void)
 	for (; list; list = next) {
 		next = list->next;
 		smc_rdma_link_free(list, true);
-		pthread_mutex_lock(&smc_rdma.lock);
-		smc_rdma.stats.links--;
-		pthread_mutex_unlock(&smc_rdma.lock);
+		smcr_stat_add(rdma.links_ended, 1);
 	}
 }
 

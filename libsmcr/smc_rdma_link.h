@@ -12,6 +12,17 @@
  * instance.  One thread per process (the poller) accepts links, takes
  * their completions and notices their failures.
  *
+ * A link without connections is torn down by the poller after
+ * SMCR_RDMA_LINK_IDLE_MS (environment, read once; default 30000, 0: never):
+ * it disconnects, and the peer, which has no connection on it either,
+ * frees its side too (a peer that has one counts a failure).  The next
+ * connection makes a new link.  What links do is counted in the process's
+ * statistics (stats.h, struct smcr_stats_rdma).
+ *
+ * After fork() the child forgets every link, device and listener it
+ * inherited without a single verb on them (they are the parent's; the
+ * child's endpoints on them are down), and starts afresh on first use.
+ *
  * Implemented by smc_rdma_dev.c (devices, buffer pools, the poller),
  * smc_rdma_cm.c (listeners, finding and establishing links) and
  * smc_rdma_link.c (a link's queue pair and data path).
@@ -40,6 +51,8 @@ struct smc_rdma_endpoint {
 /* Implemented by smc_rdma.c, called by the link (under its lock, any thread). */
 void smc_rdma_deliver(struct smc_rdma_endpoint *ep, const uint8_t msg[SMC_CDC_MSG_LEN]);
 void smc_rdma_link_down(struct smc_rdma_endpoint *ep);
+/* A forked child's only thread, on every endpoint it inherited: down, nobody to wake. */
+void smc_rdma_link_forgotten(struct smc_rdma_endpoint *ep);
 
 /* A registered buffer: an RMB (the peer writes it) or a staging buffer (we write from it). */
 struct smc_rdma_buf {
@@ -58,17 +71,6 @@ struct smc_rdma_local {
 	struct rdma_dev *dev;
 	struct smc_clc_local lcl;		/* peer_id: instance (listener port), MAC */
 	uint16_t instance;
-};
-
-/* Figures for statistics and tests. */
-struct smc_rdma_stats {
-	unsigned int links;			/* up or going down, not yet freed */
-	unsigned int endpoints;			/* connections bound to a link */
-	unsigned int bufs_in_use;		/* RMBs and staging buffers handed out */
-	uint64_t bytes_registered;		/* pooled and in use */
-	uint64_t links_up, links_failed;
-	uint64_t cdc_slots_exhausted;		/* a post waited for a send-queue slot */
-	uint64_t cdc_unknown_token;		/* CDCs for no connection, dropped */
 };
 
 /*
@@ -174,7 +176,5 @@ void smc_rdma_link_arm_any(struct smc_rdma_link *link);
  * sleep on it.  The poller takes the events.
  */
 int smc_rdma_link_event_fd(const struct smc_rdma_link *link);
-
-void smc_rdma_get_stats(struct smc_rdma_stats *out);
 
 #endif

@@ -14,6 +14,7 @@
 #include "smc_ibv.h"
 #include "smc_rdma_link.h"
 #include "smc_transport.h"
+#include "stats.h"
 
 /* What an rdma_cm id's context or an epoll entry points to starts with its kind. */
 enum kind { K_LISTENER, K_LINK, K_CM, K_CTL, K_ASYNC, K_CQ };
@@ -23,8 +24,16 @@ struct poll_src {
 	struct rdma_dev *dev;
 };
 
+/*
+ * A device, on a verbs context of our own: librdmacm's (cm_verbs, which
+ * its ids point to until a link takes one over) is opened once per process
+ * and kept, so a forked child would inherit it, and the kernel refuses
+ * write() commands (rxe's doorbell among them) on a uverbs file opened
+ * under other credentials - a forked child's are new (ib_safe_file_access).
+ */
 struct rdma_dev {
-	struct ibv_context *verbs;
+	struct ibv_context *cm_verbs;		/* librdmacm's: which device */
+	struct ibv_context *verbs;		/* ours: every object on the device */
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *chan;
 	struct poll_src async_src, cq_src;
@@ -40,6 +49,7 @@ struct rdma_dev {
 	 *    64 KiB WRITEs stalled that way.
 	 */
 	bool iwarp;
+	unsigned int gen;			/* smc_rdma.gen when made */
 	struct rdma_dev *next;
 };
 
@@ -64,6 +74,8 @@ struct smc_rdma_link {
 	struct smc_rdma_link_info info;
 	_Atomic int state;			/* enum link_state; set under smc_rdma.lock */
 	unsigned int refs;			/* under smc_rdma.lock: the table's, each endpoint's */
+	uint64_t idle_since;			/* under smc_rdma.lock: ms, when refs fell to 1 */
+	unsigned int gen;			/* smc_rdma.gen when made */
 	pthread_mutex_t lock;			/* eps, the send queue */
 	struct smc_rdma_endpoint *eps;
 	uint64_t posted;
@@ -95,8 +107,12 @@ struct smc_rdma_state {
 	struct rdma_connecting *connecting;	/* links being connected by a thread of ours */
 	unsigned int send_slots, recv_slots;
 	uint64_t rearm_at;			/* the poller's: when to arm the rearm_due links (0: none) */
-	struct smc_rdma_stats stats;
-	_Atomic uint64_t slots_exhausted, unknown_token;
+	unsigned int idle_ms;			/* idle links go after this; 0: never */
+	/*
+	 * +1 in a forked child: links and devices of an older generation are
+	 * the parent's (smc_rdma_dev.c, "fork"), and no verb ever touches them.
+	 */
+	_Atomic unsigned int gen;
 };
 
 extern struct smc_rdma_state smc_rdma;
@@ -104,15 +120,32 @@ extern struct smc_rdma_state smc_rdma;
 /* How long after taking a CQ's event the poller arms it again (smc_rdma_on_cq_events). */
 #define SMC_RDMA_REARM_MS 10
 
+/* Made by the parent before a fork: the child only forgets it (see gen). */
+static inline bool smc_rdma_foreign(unsigned int gen)
+{
+	return gen != atomic_load_explicit(&smc_rdma.gen, memory_order_relaxed);
+}
+
+/* Milliseconds on CLOCK_MONOTONIC: idle times. */
+static inline uint64_t smc_rdma_now_ms(void)
+{
+	return smc_clock_ns() / 1000000u;
+}
+
 /* smc_rdma_dev.c */
 int smc_rdma_start(void);			/* loads, starts the poller once: 0 or -ENODEV */
-struct rdma_dev *smc_rdma_dev_get(struct ibv_context *verbs);	/* under smc_rdma.lock */
+/* Under smc_rdma.lock: by librdmacm's context (an id's verbs) or ours. */
+struct rdma_dev *smc_rdma_dev_get(struct ibv_context *verbs);
 
 /* smc_rdma_link.c */
 int smc_rdma_link_new(struct rdma_cm_id *id, struct smc_rdma_link **out);
 void smc_rdma_link_free(struct smc_rdma_link *link, bool destroy_id);
 void smc_rdma_link_up(struct smc_rdma_link *link);		/* under smc_rdma.lock */
+void smc_rdma_link_reap_later(struct smc_rdma_link *link);	/* under smc_rdma.lock */
 void smc_rdma_link_fail(struct smc_rdma_link *link, const char *why);
+/* Disconnected, or its QP flushed: ends unused (refs 1: the table's only), else fails. */
+void smc_rdma_link_disconnected(struct smc_rdma_link *link);
+int smc_rdma_on_idle(void);		/* the poller's: ms until the next idle link's time, or -1 */
 void smc_rdma_dev_fail_links(struct rdma_dev *dev, const char *why);
 void smc_rdma_on_async_events(struct rdma_dev *dev);	/* the poller's */
 void smc_rdma_on_cq_events(struct rdma_dev *dev);

@@ -28,9 +28,9 @@
 #include "reason.h"
 
 /* Bumped whenever struct smcr_stats changes: smcrd refuses other layouts. */
-#define SMCR_STATS_LAYOUT 3
+#define SMCR_STATS_LAYOUT 4
 
-/* The scalar counters, each only ever growing; transport[] and fallbacks[] follow. */
+/* The scalar counters, each only ever growing; transport[], fallbacks[] and rdma follow. */
 #define SMCR_STATS_COUNTERS(X)                                                      \
 	X(tcp_listeners)    /* listen() on a TCP socket */                          \
 	X(tcp_clients)      /* connect() started on a TCP socket */                 \
@@ -56,7 +56,35 @@
 	X(rmb_full)         /* our RMB filled up: our reader was behind */          \
 	X(peer_rmb_full)    /* the peer's RMB was full: a send had to wait (write_blocked) */
 
+/*
+ * The RDMA transport's links (smc_rdma_link.h), counted where they change.
+ * A link is a whole link group here: one RC queue pair between two
+ * processes.  Gauges are differences: links up now = links - links_ended,
+ * buffers in use = buffers_out - buffers_back, connections on links =
+ * conns_bound - conns_unbound.  smcrd counts the links of a process that
+ * exited as ended.
+ */
+#define SMCR_STATS_RDMA_COUNTERS(X)                                                 \
+	X(links)            /* links made: connected, or accepted from a peer */    \
+	X(links_ended)      /* links freed: failed, idle or their process exited */ \
+	X(links_failed)     /* links that failed: error, peer gone, device gone */  \
+	X(links_idle)       /* links ended unused: idle here, or disconnected by the \
+			       peer (idle there, or its process gone) */            \
+	X(wc_send)          /* send completions taken (signalled WRITEs, SENDs) */  \
+	X(wc_recv)          /* receive completions taken: CDCs received */           \
+	X(cdc_slots_exhausted) /* a post had to wait for a send-queue slot */       \
+	X(cdc_unknown_token) /* CDCs for no connection of the link, dropped */     \
+	X(bytes_registered) /* buffer memory registered (pooled buffers stay so) */ \
+	X(buffers_out)      /* RMBs and staging buffers handed to connections */    \
+	X(buffers_back)     /* ... and returned to the pool */                      \
+	X(conns_bound)      /* connections bound to a link */                        \
+	X(conns_unbound)
+
 #define SMCR_STATS_PLAIN(name) uint64_t name;
+
+struct smcr_stats_rdma {
+	SMCR_STATS_RDMA_COUNTERS(SMCR_STATS_PLAIN)
+};
 
 struct smcr_stats_transport {
 	SMCR_STATS_TRANSPORT_COUNTERS(SMCR_STATS_PLAIN)
@@ -68,6 +96,7 @@ struct smcr_stats_counts {
 	SMCR_STATS_COUNTERS(SMCR_STATS_PLAIN)
 	struct smcr_stats_transport transport[SMCR_TRANSPORTS];
 	uint64_t fallbacks[SMCR_REASON_COUNT];  /* connections kept on TCP, by reason */
+	struct smcr_stats_rdma rdma;
 };
 
 #define SMCR_STATS_WORDS (sizeof(struct smcr_stats_counts) / sizeof(uint64_t))
@@ -85,7 +114,7 @@ static inline const uint64_t *smcr_stats_cwords(const struct smcr_stats_counts *
 	return (const uint64_t *)c;
 }
 
-/* The word of counter field (for example transport[SMCR_TRANSPORT_SHM].clients). */
+/* The word of counter field (for example transport[SMCR_TRANSPORT_SHM].clients, rdma.links). */
 #define SMCR_STAT_WORD(field) (offsetof(struct smcr_stats_counts, field) / sizeof(uint64_t))
 
 struct smcr_stats {

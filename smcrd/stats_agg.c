@@ -53,11 +53,23 @@ const struct smcr_stats *smcrd_stats_map(int memfd, char *why, size_t size)
 
 void smcrd_stats_exited(struct smcrd_stats_agg *a, const struct smcr_stats *region)
 {
+	struct smcr_stats_counts last = { 0 };
+
 	a->nexited++;
 	if (!region)
 		return;
-	smcr_stats_accumulate(&a->exited, region);
+	smcr_stats_accumulate(&last, region);
 	munmap((void *)region, smcr_stats_region_size());
+	/* its links went with it (the peers saw them fail): links - links_ended stays "up now" */
+	if (last.rdma.links > last.rdma.links_ended)
+		last.rdma.links_ended = last.rdma.links;
+	smcr_stats_add_counts(&a->exited, &last);
+}
+
+uint64_t smcrd_stats_rdma_links(const struct smcr_stats_counts *live)
+{
+	return live->rdma.links > live->rdma.links_ended ? live->rdma.links - live->rdma.links_ended
+							   : 0;
 }
 
 uint32_t smcrd_stats_connections(const struct smcr_stats *region)
@@ -90,6 +102,7 @@ void smcrd_stats_report(const struct smcrd_stats_agg *a, const struct smcr_stats
 	smcr_stats_sub_counts(c, &a->baseline);
 	out->since = (int64_t)a->since;
 	out->connections = connections;
+	out->rdma_links = smcrd_stats_rdma_links(live);
 	out->peak_connections = a->peak_connections > connections ? a->peak_connections
 								   : connections;
 	out->exited = a->nexited > a->baseline_nexited ? a->nexited - a->baseline_nexited : 0;

@@ -38,8 +38,14 @@ void smcrd_stats_init(struct smcrd_stats_agg *a);
  */
 const struct smcr_stats *smcrd_stats_map(int memfd, char *why, size_t size);
 
-/* A registered process is gone: its counts (region may be NULL) join the exited. */
+/*
+ * A registered process is gone: its counts (region may be NULL) join the
+ * exited, its RDMA links counted as ended.
+ */
 void smcrd_stats_exited(struct smcrd_stats_agg *a, const struct smcr_stats *region);
+
+/* RDMA links up now, from the live regions' sum: a gauge, which no reset touches. */
+uint64_t smcrd_stats_rdma_links(const struct smcr_stats_counts *live);
 
 /* The connections region's process has open now (its table's count, capped). */
 uint32_t smcrd_stats_connections(const struct smcr_stats *region);
@@ -49,7 +55,7 @@ void smcrd_stats_sample(struct smcrd_stats_agg *a, uint64_t connections);
 
 /*
  * Fills out's counters from live (the live regions' sum) and connections
- * (open now), less the baseline.
+ * (open now), less the baseline; its gauges from live alone.
  */
 void smcrd_stats_report(const struct smcrd_stats_agg *a, const struct smcr_stats_counts *live,
 			uint64_t connections, struct smcr_control_stats *out);

@@ -1,8 +1,8 @@
 /*
  * smcrctl_stats.c - `smcrctl stats`: the host's statistics as smcrd sums
  * them (entstat smcr0's view): the basic view, -d the detail per transport
- * and per process, -r reset, --json, -i SECONDS [-n COUNT] repeated with
- * the changes since the previous sample.
+ * (with the RDMA links) and per process, -r reset, --json, -i SECONDS
+ * [-n COUNT] repeated with the changes since the previous sample.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -112,6 +112,8 @@ static void print_text(const struct smcr_control_stats *st, const struct smcr_co
 	print_row("SMC negotiated, server:", c->smc_servers);
 	print_row("On shared memory, client:", c->transport[SMCR_TRANSPORT_SHM].clients);
 	print_row("On shared memory, server:", c->transport[SMCR_TRANSPORT_SHM].servers);
+	print_row("Over RDMA, client:", c->transport[SMCR_TRANSPORT_RDMA].clients);
+	print_row("Over RDMA, server:", c->transport[SMCR_TRANSPORT_RDMA].servers);
 	print_row("Handshake errors (reset):", c->handshake_errors);
 	print_row("Fallbacks to TCP:", fallbacks_total(c));
 	for (unsigned int i = 0; i < n && i < TOP_REASONS; i++)
@@ -152,12 +154,22 @@ static void print_text(const struct smcr_control_stats *st, const struct smcr_co
 	       "FULL_REM");
 	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++) {
 		const struct smcr_stats_transport *x = &c->transport[t];
-		printf("  %-9s %8llu %8llu %8llu %14llu %14llu %10llu %10llu %10llu %10llu%s\n",
+		printf("  %-9s %8llu %8llu %8llu %14llu %14llu %10llu %10llu %10llu %10llu\n",
 		       smcr_transport_name(t), (ull)x->clients, (ull)x->servers, (ull)x->closed,
 		       (ull)x->bytes_in, (ull)x->bytes_out, (ull)x->recvs, (ull)x->sends,
-		       (ull)x->rmb_full, (ull)x->peer_rmb_full,
-		       t == SMCR_TRANSPORT_RDMA ? "  (not available)" : "");
+		       (ull)x->rmb_full, (ull)x->peer_rmb_full);
 	}
+	printf("\nRDMA links (a link group of one link each):\n");
+	print_row("Up now:", st->rdma_links);
+	print_row("Made:", c->rdma.links);
+	print_row("Ended:", c->rdma.links_ended);
+	print_row("Failed:", c->rdma.links_failed);
+	print_row("Ended unused (idle):", c->rdma.links_idle);
+	print_row("Work completions, send:", c->rdma.wc_send);
+	print_row("Work completions, receive:", c->rdma.wc_recv);
+	print_row("CDC send slots exhausted:", c->rdma.cdc_slots_exhausted);
+	print_row("CDCs for unknown tokens:", c->rdma.cdc_unknown_token);
+	printf("  %-34s%.1f MiB\n", "Buffer memory registered:", c->rdma.bytes_registered / mib);
 	printf("\nPer process (since each started):\n");
 	printf("  %8s %-16s %6s %6s %6s %8s %14s %14s %12s\n", "PID", "COMMAND", "OPEN", "PEAK",
 	       "SMC", "FALLBACK", "BYTES_IN", "BYTES_OUT", "MEMORY");
@@ -169,14 +181,15 @@ static void print_text(const struct smcr_control_stats *st, const struct smcr_co
 	}
 }
 
-/* "name": {counters} of one transport, in JSON. */
-static void json_transport(unsigned int t, const struct smcr_stats_transport *x)
+/* "name": {counters} of one transport, in JSON; rdma's with its links. */
+static void json_transport(unsigned int t, const struct smcr_control_stats *st)
 {
+	const struct smcr_stats_transport *x = &st->counts.transport[t];
+	const struct smcr_stats_rdma *rdma = &st->counts.rdma;
 	char name[16];
 
 #define JSON_FIELD(field) printf("\"" #field "\": %llu, ", (ull)x->field);
-	printf("\"%s\": {\"available\": %s, ", smcr_transport_name(t),
-	       t == SMCR_TRANSPORT_SHM ? "true" : "false");
+	printf("\"%s\": {\"available\": true, ", smcr_transport_name(t));
 	SMCR_STATS_TRANSPORT_COUNTERS(JSON_FIELD)
 #undef JSON_FIELD
 	printf("\"avg_recv\": %llu, \"avg_send\": %llu, \"rmbs\": {",
@@ -184,7 +197,14 @@ static void json_transport(unsigned int t, const struct smcr_stats_transport *x)
 	for (unsigned int r = 0; r < SMCR_RMB_CLASSES; r++)
 		printf("%s\"%s\": %llu", r ? ", " : "", rmb_class_name(r, name, sizeof(name)),
 		       (ull)x->rmbs[r]);
-	printf("}}");
+	printf("}");
+	if (t == SMCR_TRANSPORT_RDMA) {
+#define JSON_RDMA(field) printf(", \"" #field "\": %llu", (ull)rdma->field);
+		printf(", \"links_up\": %llu", (ull)st->rdma_links);
+		SMCR_STATS_RDMA_COUNTERS(JSON_RDMA)
+#undef JSON_RDMA
+	}
+	printf("}");
 }
 
 static void print_json(const struct smcr_control_stats *st, const struct smcr_control_status *ps,
@@ -223,7 +243,7 @@ static void print_json(const struct smcr_control_stats *st, const struct smcr_co
 	       (ull)smc.peer_rmb_full);
 	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++) {
 		printf("%s", t ? ", " : "");
-		json_transport(t, &c->transport[t]);
+		json_transport(t, st);
 	}
 	printf("}, \"memory\": {\"in_use\": %llu, \"peak\": %llu, \"max_memory\": %llu}, "
 	       "\"processes\": {\"registered\": %llu, \"exited\": %llu",
@@ -317,7 +337,7 @@ int smcrctl_stats(char **args, int nargs)
 		if (sample(o.detail, &st, &ps))
 			return smcrctl_no_daemon();
 		struct smcr_control_stats shown = st;
-		if (i)          /* -i: the counters' changes; gauges as they are */
+		if (i)          /* -i: the counters' changes; gauges (rdma_links...) as they are */
 			smcr_stats_sub_counts(&shown.counts, &prev.counts);
 		if (o.json)
 			print_json(&shown, o.detail ? &ps : NULL, i ? o.interval : 0);

@@ -88,7 +88,12 @@ line() { grep -qE "$2" "$1" && pass "$3" || fail "$3 (no line matching '$2' in $
 line "$WORK/stats-open.txt" "^  Open now: +2\$" "text: 2 open now"
 line "$WORK/stats-open.txt" "^ +0 +0 +0 +0 +2 +0 +0\$" "text: histogram: two 256 KiB RMBs"
 line "$WORK/stats-open.txt" "^  shm +1 +1 +0 +$MIB +$MIB " "text -d: shm row: 1 client, 1 server, bytes each way"
-line "$WORK/stats-open.txt" "^  rdma .*not available" "text -d: rdma row not available"
+line "$WORK/stats-open.txt" "^  rdma +0 +0 +0 +0 +0 " "text -d: rdma row, empty (both ends on this host)"
+line "$WORK/stats-open.txt" "^RDMA links" "text -d: the RDMA links section"
+line "$WORK/stats-open.txt" "^  Up now: +0\$" "text -d: no RDMA link up"
+expect_eq "json: rdma available, its links" \
+	"$(json "(j['transports']['rdma']['available'], j['transports']['rdma']['links_up'], j['transports']['rdma']['wc_recv'])")" \
+	"(True, 0, 0)"
 line "$WORK/stats-open.txt" "^ +$SRV python3 +1 +1 +1 " "text -d: the server's process row (1 open, peak 1, 1 SMC)"
 expect_eq "json: open now, RMB histogram 256KiB" "$(json "(j['connections']['open'], j['transports']['shm']['rmbs']['256KiB'])")" "(2, 2)"
 expect_at_least "json: buffer full, remote" "$(json "j['data']['buffer_full_remote']")" 1

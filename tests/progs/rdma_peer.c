@@ -28,8 +28,18 @@
  *   halfclose  shutdown: the server reads all, then end of file, then
  *              answers; the client reads the answer, then end of file
  *   abort      the client aborts: the server's recv fails with ECONNRESET
+ *   counters   the link counters of the statistics (stats.h) moved: links,
+ *              send and receive completions, registered bytes, buffers
+ *   fork       the client forks with a connection open: in the child that
+ *              connection fails (ECONNRESET) without touching the parent's
+ *              link; the child, with SMCR_RDMA_LINK_IDLE_MS=2000, makes a
+ *              new connection on a new link of its own, which goes idle
+ *              and is torn down (no link left), then another new one; the
+ *              server frees both of the child's links as unused, none
+ *              failed; the parent's connection still works after
  *   kill       the victim is SIGKILLed: the client's blocked recv ends
- *              within 5 s, sends fail, and its link and buffers are freed
+ *              within 5 s, sends fail, its link counts as failed, and its
+ *              link and buffers are freed
  *   free       at the end nothing is bound or in use; when the server
  *              exits its link goes too
  * Figures: ping-pong round trip (14 bytes) and streaming with 64 KiB sends
@@ -56,6 +66,7 @@
 #include "smc_rdma_link.h"
 #include "smc_rx.h"
 #include "smc_tx.h"
+#include "stats.h"
 
 #define SKIP 77
 #define MIB (1024 * 1024)
@@ -326,7 +337,44 @@ static void *stream_recv(void *arg)
 /* ---- the scenarios, server side ---- */
 
 enum scenario { STREAM = 'S', MULTI_CONN = 'M', HALFCLOSE = 'H', ABORT = 'A', PINGPONG = 'P',
-		TCP_PINGPONG = 'T', HOLD = 'K', QUIT = 'Q' };
+		TCP_PINGPONG = 'T', HOLD = 'K', ECHO = 'E', FIGURES = 'F', QUIT = 'Q' };
+
+/* This process's RDMA counters (stats.h) and the gauges they give. */
+struct figures {
+	struct smcr_stats_rdma c;
+	unsigned int links, endpoints, bufs_in_use;
+};
+
+static struct figures figures_of(const struct smcr_stats_rdma *c)
+{
+	return (struct figures){
+		.c = *c,
+		.links = (unsigned int)(c->links - c->links_ended),
+		.endpoints = (unsigned int)(c->conns_bound - c->conns_unbound),
+		.bufs_in_use = (unsigned int)(c->buffers_out - c->buffers_back),
+	};
+}
+
+static struct figures stats(void)
+{
+	struct smcr_stats_counts s;
+
+	smcr_stats_snapshot(&s);
+	return figures_of(&s.rdma);
+}
+
+/* ECHO, in a thread of the server's: echoes byte by byte until end of file. */
+static void *echo(void *arg)
+{
+	struct smc_conn *c = arg;
+	char b;
+
+	while (ring_recv(c, &b, 1, 0) == 1)
+		xsend(c, &b, 1);
+	smc_tx_close(c);
+	conn_free(c);
+	return NULL;
+}
 
 static int tcp_accept(int lfd)
 {
@@ -402,6 +450,9 @@ static void serve_multi(int lfd)
 
 static void server(int lfd, long rounds, uint64_t stream_bytes)
 {
+	pthread_t echoer;
+	bool echoing = false;
+
 	for (;;) {
 		int fd = tcp_accept(lfd);
 		char what;
@@ -466,7 +517,20 @@ static void server(int lfd, long rounds, uint64_t stream_bytes)
 			xsend(c, "h", 1);
 			for (;;)
 				pause();
+		case ECHO:	/* while it lasts, other connections come */
+			echoing = !pthread_create(&echoer, NULL, echo, clc_server(fd, 1));
+			break;
+		case FIGURES: {
+			struct smcr_stats_counts now;
+
+			smcr_stats_snapshot(&now);
+			tcp_full(fd, &now.rdma, sizeof(now.rdma), true);
+			close(fd);
+			break;
+		}
 		default:
+			if (echoing)
+				pthread_join(echoer, NULL);
 			close(fd);
 			exit(failures ? 1 : 0);
 		}
@@ -490,12 +554,15 @@ static int tcp_connect(char what)
 	return fd;
 }
 
-static struct smc_rdma_stats stats(void)
+/* The server's figures. */
+static struct figures server_figures(void)
 {
-	struct smc_rdma_stats st;
+	int fd = tcp_connect(FIGURES);
+	struct smcr_stats_rdma c;
 
-	smc_rdma_get_stats(&st);
-	return st;
+	tcp_full(fd, &c, sizeof(c), false);
+	close(fd);
+	return figures_of(&c);
 }
 
 /* Returns the server's QP number, which later connections must share. */
@@ -553,7 +620,8 @@ static void run_multi(uint32_t first_qpn)
 	}
 }
 
-static void run_halfclose(void)
+/* A connection: 1 MiB, shutdown, the answer; on a new link (first contact) or not. */
+static void run_halfclose(bool fresh)
 {
 	struct smc_clc_accept_confirm acc;
 	struct smc_conn *c = clc_client(tcp_connect(HALFCLOSE), 1, &acc);
@@ -561,7 +629,8 @@ static void run_halfclose(void)
 	char answer[8] = "";
 	ssize_t n;
 
-	check(!acc.first_contact, "halfclose: the link is reused (no first contact)");
+	check(acc.first_contact == fresh, "halfclose: %s", fresh ? "a new link (first contact)"
+							: "the link is reused (no first contact)");
 	xsend(c, buf, sizeof(buf));
 	check(smc_tx_shutdown(c) == 0, "halfclose: shutdown");
 	n = ring_send(c, "x", 1);
@@ -644,7 +713,7 @@ static void run_figures(bool ring, long rounds, uint64_t bytes)
 static void run_kill(pid_t victim, const struct sockaddr_in *victim_addr)
 {
 	struct smc_clc_accept_confirm acc;
-	struct smc_rdma_stats before = stats();
+	struct figures before = stats();
 	struct sockaddr_in keep = srv_addr;
 	struct smc_conn *c;
 	char b = 'k';
@@ -674,6 +743,109 @@ static void run_kill(pid_t victim, const struct sockaddr_in *victim_addr)
 	check(stats().links == before.links && stats().bufs_in_use == before.bufs_in_use,
 	      "kill: the dead link and its buffers are freed (%u links, %u buffers in use)",
 	      stats().links, stats().bufs_in_use);
+	check(stats().c.links_failed == before.c.links_failed + 1 &&
+	      stats().c.links_idle == before.c.links_idle,
+	      "kill: counted as a failed link, not an idle one (%llu failed)",
+	      (unsigned long long)stats().c.links_failed);
+}
+
+static void run_counters(void)
+{
+	struct figures f = stats();
+
+	check(f.c.links == 1 && f.links == 1 && f.c.links_failed == 0,
+	      "counters: 1 link made, up, none failed (%llu, %u, %llu)",
+	      (unsigned long long)f.c.links, f.links, (unsigned long long)f.c.links_failed);
+	check(f.c.wc_send > 0 && f.c.wc_recv > 0,
+	      "counters: completions taken, %llu send, %llu receive",
+	      (unsigned long long)f.c.wc_send, (unsigned long long)f.c.wc_recv);
+	check(f.c.bytes_registered > 0 && f.c.buffers_out > 0 && f.bufs_in_use == 0 &&
+	      f.c.conns_bound == f.c.conns_unbound && f.c.conns_bound >= 1 + MULTI + 2,
+	      "counters: %llu KiB registered, %llu buffers handed out and back, %llu connections "
+	      "bound and unbound", (unsigned long long)f.c.bytes_registered / 1024,
+	      (unsigned long long)f.c.buffers_out, (unsigned long long)f.c.conns_bound);
+}
+
+/* Waits up to ms for this process to have no link; how long it took, or -1. */
+static long links_gone(long ms)
+{
+	uint64_t t0 = smc_clock_ns();
+
+	for (long waited = 0; waited < ms; waited += 50) {
+		if (stats().links == 0)
+			return (long)((smc_clock_ns() - t0) / 1000000u);
+		usleep(50000);
+	}
+	return -1;
+}
+
+/* The forked child of run_fork: its checks' failures. */
+static int fork_child(struct smc_conn *inherited)
+{
+	ssize_t n;
+	long took;
+
+	role = "child";
+	failures = 0;
+	smcr_stats_reset();	/* as libsmcr's own fork handler (init.c) */
+	n = ring_send(inherited, "x", 1);
+	check(n == -ECONNRESET || n == -EPIPE,
+	      "fork: the parent's connection fails in the child (%s)",
+	      n < 0 ? strerror((int)-n) : "sent");
+	conn_free(inherited);	/* the link and buffers are the parent's: only forgotten */
+	setenv("SMCR_RDMA_LINK_IDLE_MS", "2000", 1);	/* read when the transport starts anew */
+	run_halfclose(true);
+	check(stats().links == 1 && stats().endpoints == 0,
+	      "fork: the child's own link, unused now (%u links)", stats().links);
+	took = links_gone(20000);
+	check(took >= 0 && stats().c.links_idle == 1 && stats().c.links_failed == 0,
+	      "fork: the idle link is torn down after %ld ms (%u links, %llu idle, %llu failed)",
+	      took, stats().links, (unsigned long long)stats().c.links_idle,
+	      (unsigned long long)stats().c.links_failed);
+	run_halfclose(true);
+	check(stats().c.links == 2, "fork: the next connection made a new link (%llu made)",
+	      (unsigned long long)stats().c.links);
+	/* idle before the exit: the server must have closed its side by then */
+	took = links_gone(20000);
+	check(took >= 0 && stats().c.links_idle == 2, "fork: that one too, after %ld ms", took);
+	return failures;
+}
+
+static void run_fork(void)
+{
+	struct smc_clc_accept_confirm acc;
+	struct smc_conn *c = clc_client(tcp_connect(ECHO), 1, &acc);
+	struct figures srv0, srv = { 0 };
+	char b = 'a';
+	pid_t child;
+	int status;
+
+	xsend(c, &b, 1);
+	xrecv(c, &b, 1);
+	srv0 = server_figures();
+	child = fork();
+	if (child == 0)
+		_exit(fork_child(c) ? 1 : 0);
+	check(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "fork: the child's checks passed");
+	b = 'b';
+	check(ring_send(c, &b, 1) == 1 && ring_recv(c, &b, 1, MSG_WAITALL) == 1 && b == 'b',
+	      "fork: the parent's connection works after the child's exit");
+	for (int i = 0; i < 100; i++) {
+		srv = server_figures();
+		if (srv.links == srv0.links)
+			break;
+		usleep(100000);
+	}
+	check(srv.links == srv0.links && srv.c.links_failed == srv0.c.links_failed &&
+	      srv.c.links_idle == srv0.c.links_idle + 2,
+	      "fork: the server freed the child's 2 links as unused, none failed (%u links, "
+	      "%llu idle, %llu failed)", srv.links,
+	      (unsigned long long)(srv.c.links_idle - srv0.c.links_idle),
+	      (unsigned long long)(srv.c.links_failed - srv0.c.links_failed));
+	smc_tx_close(c);
+	check(ring_recv(c, &b, 1, 0) == 0, "fork: then end of file after the server's close");
+	conn_free(c);
 }
 
 /* ---- main ---- */
@@ -768,8 +940,10 @@ int main(int argc, char **argv)
 	alarm(600);
 
 	run_multi(run_stream());
-	run_halfclose();
+	run_halfclose(false);
 	run_abort();
+	run_counters();
+	run_fork();
 	run_figures(true, rounds, bytes);
 	run_figures(false, rounds, bytes);
 	run_kill(victim, &victim_addr);
@@ -783,12 +957,14 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 50 && stats().links; i++)
 		usleep(100000);
 	check(stats().links == 0, "free: the server's exit took its link (%u links)", stats().links);
-	printf("stats: links up %llu, failed %llu, CDC slots exhausted %llu, unknown tokens %llu, "
-	       "registered %llu KiB\n", (unsigned long long)stats().links_up,
-	       (unsigned long long)stats().links_failed,
-	       (unsigned long long)stats().cdc_slots_exhausted,
-	       (unsigned long long)stats().cdc_unknown_token,
-	       (unsigned long long)stats().bytes_registered / 1024);
+	printf("stats: links made %llu, failed %llu, idle %llu; completions %llu send, %llu receive; "
+	       "CDC slots exhausted %llu, unknown tokens %llu, registered %llu KiB\n",
+	       (unsigned long long)stats().c.links, (unsigned long long)stats().c.links_failed,
+	       (unsigned long long)stats().c.links_idle, (unsigned long long)stats().c.wc_send,
+	       (unsigned long long)stats().c.wc_recv,
+	       (unsigned long long)stats().c.cdc_slots_exhausted,
+	       (unsigned long long)stats().c.cdc_unknown_token,
+	       (unsigned long long)stats().c.bytes_registered / 1024);
 	printf("%s\n", failures ? "FAILED" : "PASSED");
 	return failures ? 1 : 0;
 }

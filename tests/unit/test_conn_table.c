@@ -139,16 +139,40 @@ static void counts_arithmetic(void **state)
 {
 	(void)state;
 	struct smcr_stats_counts a = { .tcp_clients = 5, .transport[1].rmbs[6] = 2 };
-	struct smcr_stats_counts b = { .tcp_clients = 7, .fallbacks[3] = 1 };
+	struct smcr_stats_counts b = { .tcp_clients = 7, .fallbacks[3] = 1, .rdma.wc_recv = 4 };
 
 	smcr_stats_add_counts(&a, &b);
 	assert_int_equal(a.tcp_clients, 12);
 	assert_int_equal(a.fallbacks[3], 1);
 	assert_int_equal(a.transport[1].rmbs[6], 2);
+	assert_int_equal(a.rdma.wc_recv, 4);
 	smcr_stats_sub_counts(&b, &a);          /* never below zero */
 	assert_int_equal(b.tcp_clients, 0);
 	assert_int_equal(b.fallbacks[3], 0);
-	assert_int_equal(SMCR_STAT_WORD(fallbacks[0]) + SMCR_REASON_COUNT, SMCR_STATS_WORDS);
+	assert_int_equal(b.rdma.wc_recv, 0);
+	/* the RDMA counters are words like the others, after the fallbacks */
+	assert_int_equal(SMCR_STAT_WORD(fallbacks[0]) + SMCR_REASON_COUNT, SMCR_STAT_WORD(rdma));
+	assert_int_equal(SMCR_STAT_WORD(rdma) + sizeof(struct smcr_stats_rdma) / sizeof(uint64_t),
+			 SMCR_STATS_WORDS);
+}
+
+/* What the RDMA transport adds (smcr_stat_add) is in the snapshot and the exit line's sums. */
+static void rdma_counters(void **state)
+{
+	(void)state;
+	struct smcr_stats_counts c;
+
+	smcr_stat_add(rdma.links, 2);
+	smcr_stat_add(rdma.links_ended, 1);
+	smcr_stat_add(rdma.wc_send, 5);
+	smcr_stat_add(rdma.bytes_registered, 65536);
+	smcr_stats_snapshot(&c);
+	assert_int_equal(c.rdma.links - c.rdma.links_ended, 1);
+	assert_int_equal(c.rdma.wc_send, 5);
+	assert_int_equal(c.rdma.bytes_registered, 65536);
+	smcr_stats_reset();                     /* a forked child counts from zero */
+	smcr_stats_snapshot(&c);
+	assert_int_equal(c.rdma.links, 0);
 }
 
 int main(void)
@@ -159,6 +183,7 @@ int main(void)
 		cmocka_unit_test_setup(open_dup_close, fresh),
 		cmocka_unit_test_setup(full_table, fresh),
 		cmocka_unit_test(counts_arithmetic),
+		cmocka_unit_test_setup(rdma_counters, fresh),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -74,8 +74,9 @@ integration() {
 	tar -C "$kept" --exclude='*.bin' -cf - . | tar -C "/out/$name-work" -xf -
 }
 # The RDMA transport between two processes (tests/progs/rdma_peer.c): its
-# checks (16 MiB stream, link reuse, half-close, abort, SIGKILL, nothing left)
-# and figures; here the device exists, so a skip (77) fails too.
+# checks (16 MiB stream, link reuse, half-close, abort, link counters, fork
+# with a live connection and idle links torn down in the child, SIGKILL,
+# nothing left) and figures; here the device exists, so a skip (77) fails too.
 check rdma_peer 600 "$build/bin/rdma_peer" "$addr" 200 16
 export STRESS_TIMEOUT=120       # stress.sh's 20 s are for a real CPU, not TCG on a busy host
 for test in "$@"; do

@@ -1,0 +1,84 @@
+/*
+ * Unit tests of smcrd's sums of the statistics (smcrd/stats_agg.c): the
+ * RDMA link gauge of live processes, the links of an exited process
+ * counted as ended, and a reset that leaves the gauge alone.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <cmocka.h>
+
+#include "control_proto.h"
+#include "stats_agg.h"
+
+/* A process's region as smcrd holds it (mapped: smcrd_stats_exited unmaps it). */
+static struct smcr_stats *region(uint64_t links, uint64_t ended, uint64_t failed)
+{
+	struct smcr_stats *r = mmap(NULL, smcr_stats_region_size(), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	assert_true(r != MAP_FAILED);
+	r->word[SMCR_STAT_WORD(rdma.links)] = links;
+	r->word[SMCR_STAT_WORD(rdma.links_ended)] = ended;
+	r->word[SMCR_STAT_WORD(rdma.links_failed)] = failed;
+	return r;
+}
+
+static void live_sum(struct smcr_stats_counts *sum, const struct smcr_stats *r)
+{
+	memset(sum, 0, sizeof(*sum));
+	smcr_stats_accumulate(sum, r);
+}
+
+static void rdma_links(void **state)
+{
+	(void)state;
+	struct smcrd_stats_agg a;
+	struct smcr_stats_counts live;
+	struct smcr_control_stats out;
+	struct smcr_stats *alive = region(5, 2, 1), *gone = region(4, 1, 1);
+
+	smcrd_stats_init(&a);
+	live_sum(&live, alive);
+	memset(&out, 0, sizeof(out));
+	smcrd_stats_report(&a, &live, 0, &out);
+	assert_int_equal(out.rdma_links, 3);
+	assert_int_equal(out.counts.rdma.links, 5);
+
+	/* a process exits with 3 links up: they end with it */
+	smcrd_stats_exited(&a, gone);
+	assert_int_equal(a.exited.rdma.links, 4);
+	assert_int_equal(a.exited.rdma.links_ended, 4);
+	assert_int_equal(a.exited.rdma.links_failed, 1);
+	smcrd_stats_report(&a, &live, 0, &out);
+	assert_int_equal(out.rdma_links, 3);
+	assert_int_equal(out.counts.rdma.links, 9);
+	assert_int_equal(out.counts.rdma.links - out.counts.rdma.links_ended, 3);
+
+	/* a reset zeroes the counters, not the gauge */
+	smcrd_stats_reset(&a, &live, 0);
+	smcrd_stats_report(&a, &live, 0, &out);
+	assert_int_equal(out.counts.rdma.links, 0);
+	assert_int_equal(out.rdma_links, 3);
+	munmap(alive, smcr_stats_region_size());
+}
+
+/* Another process's region holds any value: more ended than made is no gauge below zero. */
+static void rdma_links_nonsense(void **state)
+{
+	(void)state;
+	struct smcr_stats_counts live = { .rdma = { .links = 1, .links_ended = 7 } };
+
+	assert_int_equal(smcrd_stats_rdma_links(&live), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(rdma_links),
+		cmocka_unit_test(rdma_links_nonsense),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
