@@ -59,7 +59,7 @@ perf ib_write_lat 8 2000
 # NAME.sh over RDMA, see above) with these variables; the scratch directory
 # it keeps when it fails is copied to /out/NAME-work (without its .bin data
 # files).
-RDMA_SIZES=(STRESS_CONNS=48 STRESS_MAX_BYTES=262144 SOCAT_MIB=8 IPERF3_MIB=16 REDIS_N=2000)
+RDMA_SIZES=(STRESS_CONNS=48 STRESS_MAX_BYTES=262144 SOCAT_MIB=8 IPERF3_MIB=16 REDIS_N=2000 KILL_SECS=30)
 integration() {
 	local name=$1 test=$1 kept
 	shift

@@ -9,7 +9,7 @@
 #          the integration tests socat.sh, stress.sh, negotiation_wire.sh and
 #          shm_broker.sh (smcrd's BPF program and libsmcr on the guest's
 #          kernel), then redis.sh, iperf3.sh, sockperf.sh, stress.sh,
-#          socat.sh and fork.sh over the RDMA transport (NAME-rdma: on the
+#          socat.sh, fork.sh and kill.sh over the RDMA transport (NAME-rdma: on the
 #          veth's address, smcrd with shm = 0; guest-onehost.sh);
 #   siw    the same with Soft-iWARP, without negotiation_wire.sh and
 #          shm_broker.sh;
@@ -56,7 +56,7 @@ onehost() {
 	guest "$driver" "$driver" veth 10.9.0.1/24 "$here/guest-onehost.sh" "$build" "${driver}0" 10.9.0.1 "$@"
 	echo "vm: $driver guest done ($((SECONDS - t0)) s)"
 }
-rdma_tests=(redis-rdma iperf3-rdma sockperf-rdma stress-rdma socat-rdma fork-rdma)
+rdma_tests=(redis-rdma iperf3-rdma sockperf-rdma stress-rdma socat-rdma fork-rdma kill-rdma)
 onehost rxe socat stress negotiation_wire shm_broker "${rdma_tests[@]}"
 onehost siw socat stress "${rdma_tests[@]}"
 
