@@ -583,6 +583,29 @@ static void rdma_release(struct smc_conn *conn)
 }
 
 /*
+ * Up to SMC_CLC_WAIT_SHORT_MS for a CDC not yet fetched, unless the link is
+ * down: a peer that closed sent its close CDC before its TCP end, but on
+ * iWARP its SEND completed as soon as siw handed it to its own TCP stream,
+ * which the socket's FIN may overtake.  A peer that died took its QP with
+ * it: the link goes down, and the wait ends.
+ */
+static bool rdma_await_peer(struct smc_conn *conn)
+{
+	struct rdma_conn *rc = priv(conn);
+	uint64_t end = smc_clock_ns() + (uint64_t)SMC_CLC_WAIT_SHORT_MS * 1000000;
+
+	while (rc->link && !atomic_load(&rc->down)) {
+		smc_rdma_link_drain(rc->link);
+		if (atomic_load_explicit(&rc->mbox_seq, memory_order_acquire) != rc->fetched)
+			return true;
+		if (smc_clock_ns() >= end)
+			break;
+		usleep(1000);
+	}
+	return false;
+}
+
+/*
  * A QP and the memory regions registered on it belong to the process that
  * made them: another process holding the socket cannot take the connection
  * over (smc_sock.c then treats it as lost there).
@@ -609,5 +632,6 @@ const struct smc_transport_ops smc_rdma_ops = {
 	.wake_fd = rdma_wake_fd,
 	.arm = rdma_arm,
 	.wake = rdma_wake,
+	.await_peer = rdma_await_peer,
 	.release = rdma_release,
 };

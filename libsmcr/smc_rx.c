@@ -139,6 +139,9 @@ void smc_rx_peer_lost(struct smc_conn *conn)
 	socklen_t len = sizeof(err);
 
 	smc_rx_cdc_fetch(conn);
+	while (!conn->st->err && !(conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED) &&
+	       conn->ops->await_peer && conn->ops->await_peer(conn))
+		smc_rx_cdc_fetch(conn);
 	if (conn->st->err || (conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED))
 		return;
 	/*

@@ -152,6 +152,16 @@ struct smc_transport_ops {
 	/* Ends every wait() on conn in this process (a local state change). */
 	void (*wake)(struct smc_conn *conn);
 
+	/*
+	 * The TCP connection under conn ended, and the CDCs fetched so far do
+	 * not say the peer closed: waits, for a bounded time, for one more CDC
+	 * on a transport whose CDCs may lag behind the TCP end (RDMA: on
+	 * iWARP a SEND completes at the sender before the peer has it).  True
+	 * if one came (the caller fetches it and asks again while the peer has
+	 * not closed), false if none will.  NULL: nothing can lag.
+	 */
+	bool (*await_peer)(struct smc_conn *conn);
+
 	/* Undoes create_rmb and attach_peer; conn->priv is gone after it. */
 	void (*release)(struct smc_conn *conn);
 };

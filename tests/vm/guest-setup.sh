@@ -11,7 +11,8 @@
 #     $SIW_KO if set, see siw.sh) on that netdev, named rxe0 or siw0, with
 #     rdma_ucm for librdmacm;
 #   cgroup v2 at /sys/fs/cgroup: smcrd attaches its BPF sock_ops program to
-#     the first cgroup2 mount it finds in /proc/self/mounts.
+#     the first cgroup2 mount it finds in /proc/self/mounts;
+#   no limit on locked memory (ulimit -l: RDMA buffers are registered).
 # Fails (exit 1) if any step does, or if the device is not ACTIVE.
 set -euo pipefail
 [ $# -ge 4 ] || { echo "usage: $0 rxe|siw veth|eth0 ADDR/LEN COMMAND [ARGS...]" >&2; exit 2; }
@@ -54,5 +55,9 @@ rdma link show "${driver}0/1" | grep -q 'state ACTIVE' || { echo "guest-setup: $
 
 mkdir -p /sys/fs/cgroup
 step mount -t cgroup2 none /sys/fs/cgroup
+# Registered memory is locked memory, and siw counts it against
+# RLIMIT_MEMLOCK even for root (8 MiB by default: a dozen connections), as
+# an administrator running RDMA applications raises it.
+step ulimit -l unlimited
 echo "guest-setup: ready, running $*"
 exec "$@"
