@@ -175,9 +175,39 @@ void smc_rdma_on_cm_events(void)
 	}
 }
 
+/*
+ * l's rdma_cm id, bound to l->addr (port 0: the kernel picks one) and
+ * listening: 0 or a negative errno (-ENODEV: no RDMA device serves the
+ * address).  On iWARP the port is a real TCP port too, which rdma_cm picks
+ * without looking at TCP's: listen fails with EADDRINUSE when a TCP socket
+ * has it, and another port is tried.
+ */
+static int listen_id(struct listener *l)
+{
+	struct sockaddr_storage any = l->addr;
+	const char *why;
+
+	for (int tries = 0; tries < 5; tries++) {
+		if (IBV(rdma_create_id)(smc_rdma.cm, &l->id, l, RDMA_PS_TCP)) {
+			smcr_log(SMCR_LOG_INFO, "rdma: no rdma_cm id: %s", strerror(errno));
+			return -ENODEV;
+		}
+		if ((why = "bind", !IBV(rdma_bind_addr)(l->id, (struct sockaddr *)&any)) &&
+		    (why = "no device", errno = ENODEV, l->id->verbs) &&
+		    (why = "device", (l->local.dev = smc_rdma_dev_get(l->id->verbs))) &&
+		    (why = "listen", !IBV(rdma_listen)(l->id, LISTEN_BACKLOG)))
+			return 0;
+		smcr_log(SMCR_LOG_INFO, "rdma: no listener on the connection's address: %s: %s", why,
+			 strerror(errno));
+		IBV(rdma_destroy_id)(l->id);
+		if (errno != EADDRINUSE)
+			break;
+	}
+	return -ENODEV;
+}
+
 int smc_rdma_listen(const struct sockaddr *local, struct smc_rdma_local *out)
 {
-	struct sockaddr_storage any;
 	struct listener *l;
 	int rc = 0;
 
@@ -196,18 +226,9 @@ int smc_rdma_listen(const struct sockaddr *local, struct smc_rdma_local *out)
 	}
 	l->kind = K_LISTENER;
 	addr_with_port(local, 0, &l->addr);
-	any = l->addr;
-	if (IBV(rdma_create_id)(smc_rdma.cm, &l->id, l, RDMA_PS_TCP)) {
-		rc = -errno;
+	rc = listen_id(l);
+	if (rc) {
 		free(l);
-		goto out;
-	}
-	/* an address no RDMA device serves: ENODEV, EADDRNOTAVAIL or no verbs */
-	if (IBV(rdma_bind_addr)(l->id, (struct sockaddr *)&any) || !l->id->verbs ||
-	    !(l->local.dev = smc_rdma_dev_get(l->id->verbs)) || IBV(rdma_listen)(l->id, LISTEN_BACKLOG)) {
-		IBV(rdma_destroy_id)(l->id);
-		free(l);
-		rc = -ENODEV;
 		goto out;
 	}
 	l->local.instance = ntohs(IBV(rdma_get_src_port)(l->id));

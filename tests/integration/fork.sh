@@ -1,20 +1,22 @@
 #!/bin/bash
 # fork.sh BUILD_DIR - servers that fork after accept: socat with fork and
 # EXEC:cat (inetd style: the child relays, its child execs cat) and python3's
-# socketserver.ForkingTCPServer echo server.  Eight concurrent socat clients
-# each send a distinct 1 MiB random payload and must get it back exactly
-# (sha256), once plainly and once with servers and clients under libsmcr.so.
-# Under the preload: the listening parent's libsmcr saw all eight accepts and
-# moved no data itself (a forked child's traffic is the child's), each client
-# counted exactly its payload out and back in, and each socat child, which
-# exits normally, counted exactly its payload in and out from zero.  (The
-# python children leave with os._exit, so they print no summary.)  On
+# socketserver.ForkingTCPServer echo server; and a pre-forked python server
+# (workers forked before any client, each accepting on the parent's socket).
+# Eight concurrent socat clients each send a distinct 1 MiB random payload
+# and must get it back exactly (sha256), once plainly and once with servers
+# and clients under libsmcr.so.  Under the preload: the listening parent's
+# libsmcr saw all eight accepts (pre-forked: the workers' did) and moved no
+# data itself (a forked child's traffic is the child's), each client counted
+# exactly its payload out and back in, and each socat child, which exits
+# normally, counted exactly its payload in and out from zero.  (The python
+# children leave with os._exit or SIGTERM, so they print no summary.)  On
 # $SMCR_TEST_ADDR (lib.sh); with SMCR_TEST_TRANSPORT set, smcrd runs and
 # every connection under the preload must go over that transport.
 . "$(dirname "$0")/lib.sh"
 need socat
 daemon=0
-with_smcrd 19101-19104 256 && daemon=1
+with_smcrd 19101-19106 256 && daemon=1
 
 N=8
 SIZE=$((1024 * 1024))
@@ -43,16 +45,44 @@ except KeyboardInterrupt:
     pass
 server.server_close()
 EOF
+# Pre-forked: the parent listens and forks workers that each accept and
+# serve one client at a time; SIGINT to the parent ends them all.
+cat > "$WORK/prefork_echo.py" << 'EOF'
+import os, signal, socket, sys
+
+listener = socket.create_server((sys.argv[2], int(sys.argv[1])))
+workers = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(120)               # never outlives the test
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        while True:
+            conn, _ = listener.accept()
+            while data := conn.recv(65536):
+                conn.sendall(data)
+            conn.close()
+    workers.append(pid)
+try:
+    signal.pause()
+except KeyboardInterrupt:
+    pass
+for pid in workers:
+    os.kill(pid, signal.SIGTERM)
+    os.waitpid(pid, 0)
+listener.close()
+EOF
 
 port=19101
-for kind in socat python; do
+for kind in socat python prefork; do
 	for mode in plain smcr; do
 		name=$kind-$mode
 		if [ "$kind" = socat ]; then
 			start_bg "server-$name" "$mode" socat "TCP-LISTEN:$port,reuseaddr,fork,bind=$TEST_ADDR" EXEC:cat
 			prog=socat
 		else
-			start_bg "server-$name" "$mode" "$PY" "$WORK/forking_echo.py" "$port" "$TEST_ADDR"
+			start_bg "server-$name" "$mode" "$PY" "$WORK/${kind/python/forking}_echo.py" "$port" \
+				"$TEST_ADDR"
 			prog=python3
 		fi
 		srv=$LAST_PID
@@ -80,10 +110,12 @@ for kind in socat python; do
 		# summary.  (The parent reaps them: socat at once, python
 		# within half a second.)
 		for _ in $(seq 1 150); do
-			pgrep -P "$srv" > /dev/null || break
+			[ "$kind" != prefork ] && pgrep -P "$srv" > /dev/null || break
 			sleep 0.1
 		done
-		if pgrep -P "$srv" > /dev/null; then fail "$name: forked children still running: $(pgrep -P "$srv" | tr '\n' ' ')"; fi
+		if [ "$kind" != prefork ] && pgrep -P "$srv" > /dev/null; then
+			fail "$name: forked children still running: $(pgrep -P "$srv" | tr '\n' ' ')"
+		fi
 		# socat ends on SIGTERM, the python server on SIGINT; both print
 		# their summary.
 		if [ "$kind" = socat ]; then stop_bg "$srv" TERM 10; else stop_bg "$srv" INT 10; fi
@@ -94,9 +126,16 @@ for kind in socat python; do
 			port=$((port + 1))
 			continue
 		fi
-		parent_accepts=$(grep -c "^libsmcr\[$srv\]: debug: .*TCP connection from .* accepted" "$serr")
-		expect_eq "$name: accepts seen by libsmcr in the listening parent" "$parent_accepts" "$N"
-		expect_eq "$name: listening parent's libsmcr summary" "$(summary "$serr" "$prog" "$srv")" "1 0 $N 0 0"
+		if [ "$kind" = prefork ]; then
+			# the workers accept; SIGTERM ends them without a summary
+			accepts=$(grep -c "^libsmcr\[[0-9]*\]: debug: .*TCP connection from .* accepted" "$serr")
+			expect_eq "$name: accepts seen by libsmcr in the workers" "$accepts" "$N"
+			expect_eq "$name: listening parent's libsmcr summary" "$(summary "$serr" "$prog" "$srv")" "1 0 0 0 0"
+		else
+			parent_accepts=$(grep -c "^libsmcr\[$srv\]: debug: .*TCP connection from .* accepted" "$serr")
+			expect_eq "$name: accepts seen by libsmcr in the listening parent" "$parent_accepts" "$N"
+			expect_eq "$name: listening parent's libsmcr summary" "$(summary "$serr" "$prog" "$srv")" "1 0 $N 0 0"
+		fi
 		clients_ok=0
 		for i in $(seq 1 $N); do
 			cerr=$WORK/client-$name-$i.err
