@@ -2,7 +2,8 @@
 # iperf3.sh BUILD_DIR - iperf3 transfers exactly 100 MiB, client to server
 # (write), client to server with -Z (sendfile) and server to client (-R), once
 # plainly and once with client and server under libsmcr.so.  Both ends must
-# report exactly the requested bytes sent and received (JSON) in both modes.
+# report exactly the requested bytes sent and received (JSON) in both modes
+# (with -R the sending server may add a few blocks: see below).
 # Under the preload, libsmcr must have been in both programs and seen the
 # control and data connections, and its byte counters must match what iperf3
 # moved: the receiver's "bytes in" at least the received payload and at most a
@@ -72,7 +73,16 @@ for mode in plain smcr; do
 		else
 			sent=$c_sent; recv=$s_recv; ours=$c_recv; theirs=$s_recv
 		fi
-		expect_eq "$name: bytes sent" "$sent" "$BYTES"
+		if [ "$run" != reverse ]; then
+			expect_eq "$name: bytes sent" "$sent" "$BYTES"
+		elif [ "$sent" -ge "$BYTES" ] 2>/dev/null && [ "$sent" -le $((BYTES + 524288)) ]; then
+			# -R: the server sends until the client's end of the test
+			# reaches it, a few blocks more on a slow host (iperf3
+			# behaviour, seen in a TCG guest)
+			pass "$name: bytes sent: $sent (asked $BYTES)"
+		else
+			fail "$name: bytes sent: $sent, asked $BYTES (at most 512 KiB more with -R)"
+		fi
 		if [ "$recv" -gt 0 ] 2>/dev/null && [ "$recv" -le "$BYTES" ]; then
 			pass "$name: bytes received: $recv"
 		else
@@ -89,7 +99,7 @@ for mode in plain smcr; do
 		else
 			snd_out=$c_out; snd_in=$c_in; rcv_in=$s_in; rcv_out=$s_out
 		fi
-		within "$name: sender's libsmcr bytes out" "${snd_out:-}" "$BYTES"
+		within "$name: sender's libsmcr bytes out" "${snd_out:-}" "$sent"
 		expect_at_least "$name: receiver's libsmcr bytes in vs bytes received" "${rcv_in:-0}" "$recv"
 		expect_at_least "$name: sender's libsmcr bytes out vs receiver's in" "${snd_out:-0}" "${rcv_in:-1}"
 		# The control connection is read to the end on both sides.
