@@ -356,8 +356,9 @@ static int rdma_send_cdc(struct smc_conn *conn, const uint8_t msg[SMC_CDC_MSG_LE
 	if (smc_cdc_decode(msg, SMC_CDC_MSG_LEN, &cdc))
 		return -EINVAL;
 	/*
-	 * The last CDC (close, abort) is delivered before we return: the TCP
-	 * end that follows must not overtake it (rdma_wait).
+	 * The last CDC (close, abort) is delivered before we return: it leaves
+	 * before the socket closes, and before the process may exit and take
+	 * its QP with it (the peer's await_peer covers what TCP overtakes).
 	 */
 	err = flush(rc, msg, (cdc_wakes_peer(conn, rc, &cdc) ? SMC_RDMA_SOLICITED : 0) |
 			     (cdc.conn_state_flags & (SMC_CDC_PEER_CONN_CLOSED | SMC_CDC_PEER_CONN_ABORT) ?
@@ -475,22 +476,9 @@ static int sleep_once(struct rdma_conn *rc, int ms)
  * that a completion wakes this thread at once, not the poller first.  The
  * poller, woken too, takes the channel's event; a wake-up for another
  * link's completion, or before the poller took it, is slept off again.
+ * The TCP end (-ENOTCONN) is judged by smc_rx_peer_lost, which first
+ * takes, and awaits, the CDCs that TCP may have overtaken (await_peer).
  */
-/*
- * The TCP connection ended, and nothing came since: the peer is gone.  Its
- * last CDCs may have been overtaken by its TCP end on the way, but they are
- * in our CQ by then (the peer waits for its close CDC to be delivered before
- * it closes the socket): they are taken first, waiting for a poll in
- * progress, and if they moved anything, the caller looks at them.
- */
-static bool tcp_ended(struct rdma_conn *rc, struct smc_conn *conn, uint32_t since)
-{
-	if (!smc_tcp_ended(conn))
-		return false;
-	poll_link_before_sleep(rc);
-	return rdma_events(conn) == since;
-}
-
 static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 {
 	struct rdma_conn *rc = priv(conn);
@@ -502,7 +490,7 @@ static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 		return 0;
 	if (timeout_ms == 0)
 		return -ETIMEDOUT;
-	if (tcp_ended(rc, conn, since))
+	if (smc_tcp_ended(conn))
 		return -ENOTCONN;
 	end = smc_clock_ns() + (uint64_t)slice * 1000000;
 	for (;;) {
@@ -524,7 +512,7 @@ static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 		if (woke < 0)
 			return woke;
 	}
-	if (tcp_ended(rc, conn, since))
+	if (smc_tcp_ended(conn))
 		return -ENOTCONN;
 	return slice == timeout_ms ? -ETIMEDOUT : 0;
 }

@@ -345,6 +345,21 @@ out:
 	return rc;
 }
 
+/* timeout_ms from now, for pthread_cond_timedwait on smc_rdma.changed (CLOCK_REALTIME). */
+static struct timespec deadline_in(int timeout_ms)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += timeout_ms / 1000;
+	t.tv_nsec += timeout_ms % 1000 * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
 /* Under smc_rdma.lock: an up link to (peer, instance), with a reference taken. */
 static struct smc_rdma_link *up_link(const struct sockaddr *peer, uint16_t instance)
 {
@@ -379,17 +394,14 @@ int smc_rdma_link_get(const struct sockaddr *local, const struct sockaddr *peer,
 {
 	uint16_t instance = (uint16_t)(peer_lcl->peer_id[0] << 8 | peer_lcl->peer_id[1]);
 	struct rdma_connecting self = { .instance = instance }, **pp;
-	uint64_t end = smc_clock_ns() + (uint64_t)timeout_ms * 1000000;
-	struct timespec deadline;
+	struct timespec deadline = deadline_in(timeout_ms);
 	int rc;
 
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += timeout_ms / 1000 + 1;       /* a bound; the loop keeps the time */
 	pthread_mutex_lock(&smc_rdma.lock);
 	*fresh = false;
 	while (!(*out = up_link(peer, instance)) && connecting(peer, instance) &&
-	       smc_clock_ns() < end)
-		pthread_cond_timedwait(&smc_rdma.changed, &smc_rdma.lock, &deadline);
+	       pthread_cond_timedwait(&smc_rdma.changed, &smc_rdma.lock, &deadline) != ETIMEDOUT)
+		;
 	if (*out) {
 		pthread_mutex_unlock(&smc_rdma.lock);
 		return 0;
@@ -412,17 +424,10 @@ int smc_rdma_link_get(const struct sockaddr *local, const struct sockaddr *peer,
 int smc_rdma_link_find(const struct sockaddr *peer, uint32_t peer_qpn, int timeout_ms,
 		       struct smc_rdma_link **out)
 {
-	struct timespec deadline;
+	struct timespec deadline = deadline_in(timeout_ms);
 	struct smc_rdma_link *link;
 	int rc = -ENOLINK;
 
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += timeout_ms / 1000;
-	deadline.tv_nsec += timeout_ms % 1000 * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&smc_rdma.lock);
 	for (;;) {
 		for (link = smc_rdma.links; link; link = link->next)

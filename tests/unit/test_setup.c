@@ -166,6 +166,17 @@ static void exchange(struct side *c, struct side *s)
 	close(s->sock);
 }
 
+/* by declined with reason (wire code code); peer fell back on its Decline. */
+static void assert_declined(const struct side *by, const struct side *peer, enum smcr_reason reason,
+			    uint32_t code)
+{
+	assert_int_equal(by->setup.state, SMC_SETUP_FALLBACK);
+	assert_int_equal(by->setup.reason, reason);
+	assert_int_equal(peer->setup.state, SMC_SETUP_FALLBACK);
+	assert_int_equal(peer->setup.reason, SMCR_REASON_PEERDECL);
+	assert_int_equal(peer->setup.peer_diagnosis, code);
+}
+
 static void both_smc(void **state)
 {
 	(void)state;
@@ -189,11 +200,7 @@ static void server_out_of_memory_declines(void **state)
 	struct side s = { .gid = HOST_GID(2), .fake.prepare_fails = SMCR_REASON_MEM,
 			  .send_after = "reply" };
 	exchange(&c, &s);
-	assert_int_equal(s.setup.state, SMC_SETUP_FALLBACK);
-	assert_int_equal(s.setup.reason, SMCR_REASON_MEM);
-	assert_int_equal(c.setup.state, SMC_SETUP_FALLBACK);
-	assert_int_equal(c.setup.reason, SMCR_REASON_PEERDECL);
-	assert_int_equal(c.setup.peer_diagnosis, 0x01010000u);
+	assert_declined(&s, &c, SMCR_REASON_MEM, 0x01010000u);
 	assert_string_equal(s.received, "data after");      /* TCP goes on, untouched */
 	assert_string_equal(c.received, "reply");
 }
@@ -205,12 +212,8 @@ static void client_attach_failure_declines(void **state)
 			  .send_after = "x" };
 	struct side s = { .gid = HOST_GID(2), .fake.token = 9, .send_after = "y" };
 	exchange(&c, &s);
-	assert_int_equal(c.setup.state, SMC_SETUP_FALLBACK);
-	assert_int_equal(c.setup.reason, SMCR_REASON_NOSMCDEV);
+	assert_declined(&c, &s, SMCR_REASON_NOSMCDEV, 0x03030000u);
 	assert_int_equal(c.fake.abandoned, 1);              /* its buffer, prepared */
-	assert_int_equal(s.setup.state, SMC_SETUP_FALLBACK);
-	assert_int_equal(s.setup.reason, SMCR_REASON_PEERDECL);
-	assert_int_equal(s.setup.peer_diagnosis, 0x03030000u);
 	assert_int_equal(s.fake.abandoned, 1);
 	assert_string_equal(s.received, "x");
 	assert_string_equal(c.received, "y");
@@ -301,11 +304,7 @@ static void client_without_transport_declines(void **state)
 			  .send_after = "a" };
 	struct side s = { .gid = HOST_GID(2), .send_after = "b" };
 	exchange(&c, &s);
-	assert_int_equal(c.setup.state, SMC_SETUP_FALLBACK);
-	assert_int_equal(c.setup.reason, SMCR_REASON_MEM);
-	assert_int_equal(s.setup.state, SMC_SETUP_FALLBACK);
-	assert_int_equal(s.setup.reason, SMCR_REASON_PEERDECL);
-	assert_int_equal(s.setup.peer_diagnosis, 0x01010000u);
+	assert_declined(&c, &s, SMCR_REASON_MEM, 0x01010000u);
 	assert_string_equal(s.received, "a");
 	assert_string_equal(c.received, "b");
 }
