@@ -19,6 +19,10 @@ daemon=0 pace=()
 with_smcrd 11111-11112 256 && daemon=1 pace=(--mps 100000)
 
 T=${SOCKPERF_SECS:-2}
+# Enough traffic to mean something, whatever the host's speed (no timed
+# assertion: rxe in a TCG guest streams 20-40 MB/s): 200 round trips, and
+# 40 messages of 65000 bytes, 10 turns of a 256 KiB ring.
+MIN_PINGS=200 MIN_MSGS=40
 # num FILE REGEX: the first number captured by REGEX (sed -E) in FILE
 num() { sed -nE "s/.*$2.*/\1/p" "$1" | head -n 1; }
 
@@ -54,7 +58,7 @@ for mode in plain smcr; do
 				"# dropped messages = 0; # duplicated messages = 0; # out-of-order messages = 0"
 			sent=$(num "$cout" '\[Total Run\].*SentMessages=([0-9]+);')
 			recvd=$(num "$cout" '\[Total Run\].*ReceivedMessages=([0-9]+)')
-			expect_at_least "$name: messages sent" "${sent:-0}" 1000
+			expect_at_least "$name: messages sent" "${sent:-0}" "$MIN_PINGS"
 			if [ "${recvd:-0}" -ge $((sent - 1)) ] 2>/dev/null && [ "$recvd" -le "$sent" ]; then
 				pass "$name: $recvd of $sent pings answered"
 			else
@@ -64,7 +68,7 @@ for mode in plain smcr; do
 			if grep -q 'Summary: BandWidth is' "$cout"; then pass "$name: bandwidth summary"; else fail "$name: no bandwidth summary"; fi
 			sent=$(num "$cout" 'Total of ([0-9]+) messages sent')
 			recvd=0
-			expect_at_least "$name: messages sent" "${sent:-0}" 1000
+			expect_at_least "$name: messages sent" "${sent:-0}" "$MIN_MSGS"
 		fi
 		expect_eq "$name: messages handled by the server" "${handled:-none}" "${sent:-}"
 

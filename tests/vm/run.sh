@@ -143,6 +143,13 @@ echo "=== tests/vm results ($((SECONDS - start)) s)"
 for name in rxe siw 2host-server 2host-client; do
 	rc=$(cat "$vm/$name.rc")
 	sed "s/^/$name: /" "$vm/$name/results" 2>/dev/null || echo "$name: FAIL no results"
+	# why each failed check failed: its FAIL lines and its last lines (CI keeps only this output)
+	sed -n 's/^FAIL \([^ ]*\) .*/\1/p' "$vm/$name/results" 2>/dev/null | while read -r check; do
+		log=$vm/$name/$check.log
+		[ -f "$log" ] || continue
+		echo "$name: --- $check: the FAIL lines and the end of $log"
+		{ grep '^FAIL' "$log" | head -n 20; tail -n 15 "$log"; } | sed "s/^/$name:   /"
+	done
 	grep -q '^FAIL' "$vm/$name/results" 2>/dev/null && failed=1
 	[ -s "$vm/$name/results" ] || failed=1
 	if [ "$rc" = 0 ]; then
