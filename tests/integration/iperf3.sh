@@ -1,9 +1,9 @@
 #!/bin/bash
-# iperf3.sh BUILD_DIR - iperf3 transfers exactly 100 MiB, client to server
+# iperf3.sh BUILD_DIR - iperf3 transfers 100 MiB (-n), client to server
 # (write), client to server with -Z (sendfile) and server to client (-R), once
 # plainly and once with client and server under libsmcr.so.  Both ends must
-# report exactly the requested bytes sent and received (JSON) in both modes
-# (with -R the sending server may add a few blocks: see below).
+# report the requested bytes sent and received (JSON) in both modes (the
+# sender may add a few blocks, the receiver stop counting early: see below).
 # Under the preload, libsmcr must have been in both programs and seen the
 # control and data connections, and its byte counters must match what iperf3
 # moved: the receiver's "bytes in" at least the received payload and at most a
@@ -61,7 +61,7 @@ for mode in plain smcr; do
 		stop_bg "$srv" - 10
 		expect_eq "$name: server exit status" "$?" 0
 
-		# The sender sent exactly what was asked.  The receiver may stop
+		# The sender sent what was asked, or a little more.  The receiver may stop
 		# counting when the end of the test reaches it on the control
 		# connection before the last data (iperf3 behaviour, also
 		# without the preload), so it must have received some and at
@@ -73,15 +73,14 @@ for mode in plain smcr; do
 		else
 			sent=$c_sent; recv=$s_recv; ours=$c_recv; theirs=$s_recv
 		fi
-		if [ "$run" != reverse ]; then
-			expect_eq "$name: bytes sent" "$sent" "$BYTES"
-		elif [ "$sent" -ge "$BYTES" ] 2>/dev/null && [ "$sent" -le $((BYTES + 524288)) ]; then
-			# -R: the server sends until the client's end of the test
-			# reaches it, a few blocks more on a slow host (iperf3
-			# behaviour, seen in a TCG guest)
+		if [ "$sent" -ge "$BYTES" ] 2>/dev/null && [ "$sent" -le $((BYTES + 524288)) ]; then
+			# A sender may add a block or a few: with -Z, one
+			# sendfile of 128 KiB past -n; with -R, the server sends
+			# until the client's end of the test reaches it (iperf3
+			# behaviour, without the preload too, seen in a TCG guest)
 			pass "$name: bytes sent: $sent (asked $BYTES)"
 		else
-			fail "$name: bytes sent: $sent, asked $BYTES (at most 512 KiB more with -R)"
+			fail "$name: bytes sent: $sent, asked $BYTES (at most 512 KiB more)"
 		fi
 		if [ "$recv" -gt 0 ] 2>/dev/null && [ "$recv" -le "$BYTES" ]; then
 			pass "$name: bytes received: $recv"
