@@ -148,8 +148,8 @@ for name in rxe siw 2host-server 2host-client; do
 		log=$vm/$name/$check.log
 		[ -f "$log" ] || continue
 		echo "$name: --- $check: the FAIL lines and the end of $log"
-		{ grep '^FAIL' "$log" | head -n 20; tail -n 15 "$log"; } | sed "s/^/$name:   /"
-	done
+		{ grep '^FAIL' "$log" | head -n 20 || true; tail -n 15 "$log"; } | sed "s/^/$name:   /"
+	done || true
 	grep -q '^FAIL' "$vm/$name/results" 2>/dev/null && failed=1
 	[ -s "$vm/$name/results" ] || failed=1
 	if [ "$rc" = 0 ]; then
