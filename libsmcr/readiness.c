@@ -546,8 +546,10 @@ static bool spin(struct smcr_epoll *ep)
 	do {
 		for (int i = 0; i < ep->count; i++) {
 			struct member *m = ep->members[i];
-			if (m->regime == REG_SMC && !m->disabled &&
-			    smcr_sock_events(smcr_fd_sock(m->fd)) != m->since) {
+			if (m->regime != REG_SMC || m->disabled)
+				continue;
+			smcr_sock_collect(smcr_fd_sock(m->fd));
+			if (smcr_sock_events(smcr_fd_sock(m->fd)) != m->since) {
 				smcr_spin_done(&ep->spin, true);
 				return true;
 			}
@@ -767,8 +769,10 @@ static bool poll_prepare_sleep(struct pollfd *fds, nfds_t nfds, uint32_t *since)
 	if (any && budget) {
 		do {
 			for (nfds_t i = 0; i < nfds; i++) {
-				if (fds[i].fd >= 0 && watch_of(fds[i].fd) == W_SMC &&
-				    smcr_sock_events(smcr_fd_sock(fds[i].fd)) != since[i]) {
+				if (fds[i].fd < 0 || watch_of(fds[i].fd) != W_SMC)
+					continue;
+				smcr_sock_collect(smcr_fd_sock(fds[i].fd));
+				if (smcr_sock_events(smcr_fd_sock(fds[i].fd)) != since[i]) {
 					smcr_spin_done(&spinning, true);
 					return false;
 				}

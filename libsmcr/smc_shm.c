@@ -345,7 +345,7 @@ static int shm_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 	struct timespec ts;
 	int slice = smc_wait_slice(timeout_ms, &ts);
 
-	if (smc_spin(conn, &shm->spin, since, SMCR_SPIN_NS, NULL) || shm_events(conn) != since)
+	if (smc_spin(conn, &shm->spin, since, SMCR_SPIN_NS) || shm_events(conn) != since)
 		return 0;
 	if (timeout_ms == 0)
 		return -ETIMEDOUT;

@@ -1056,6 +1056,12 @@ uint32_t smcr_sock_events(struct smcr_sock *sk)
 	return sk->conn.ops->events(&sk->conn);
 }
 
+void smcr_sock_collect(struct smcr_sock *sk)
+{
+	if (sk->conn.ops->collect)
+		sk->conn.ops->collect(&sk->conn);
+}
+
 bool smcr_sock_arm(struct smcr_sock *sk, uint32_t since, bool signalled)
 {
 	return sk->conn.ops->arm(&sk->conn, since, signalled);

@@ -128,6 +128,14 @@ struct smc_transport_ops {
 	uint32_t (*events)(struct smc_conn *conn);
 
 	/*
+	 * Takes what has arrived for conn, without waiting and without the
+	 * lock, so that events() moves: for a waiter that spins (RDMA: the
+	 * CQ, which nothing else polls while the poller thread sleeps).
+	 * NULL: events() moves by itself (shared memory).
+	 */
+	void (*collect)(struct smc_conn *conn);
+
+	/*
 	 * Waits, with the connection lock released, until events() moves from since:
 	 * spins briefly, then sleeps.  timeout_ms < 0 waits for ever.  Returns
 	 * 0 (also spuriously: the caller looks again), -ETIMEDOUT, -EINTR, or

@@ -58,12 +58,11 @@ static inline int smc_wait_slice(int timeout_ms, struct timespec *ts)
 
 /*
  * Spins up to ns (while spinning pays: spin.h, whose record is s) until
- * conn's events() moves past since; poll, if any, runs at every turn (a
- * transport that must fetch completions to see events move).  True if it
- * moved.
+ * conn's events() moves past since; the transport's collect, if any, runs
+ * at every turn.  True if it moved.
  */
 static inline bool smc_spin(struct smc_conn *conn, struct smcr_spin *s, uint32_t since,
-			    uint64_t ns, void (*poll)(struct smc_conn *conn))
+			    uint64_t ns)
 {
 	uint64_t budget = smcr_spin_budget(s) ? ns : 0;
 
@@ -74,8 +73,8 @@ static inline bool smc_spin(struct smc_conn *conn, struct smcr_spin *s, uint32_t
 			smcr_spin_done(s, false);
 			return false;
 		}
-		if (poll)
-			poll(conn);
+		if (conn->ops->collect)
+			conn->ops->collect(conn);
 		smcr_cpu_relax();
 	}
 	smcr_spin_done(s, true);

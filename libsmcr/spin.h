@@ -13,7 +13,9 @@
  * peer does not answer within it - idle, or sharing our CPU, where every
  * spin only delays it (readiness.md: 46 us against 4.6 us for going
  * straight to sleep).  Then the next SMCR_SPIN_PAUSE waits sleep at once
- * before spinning is tried again.  On one CPU there is never a spin.
+ * before spinning is tried again, unless the waiter is steady: its peer
+ * never needs our CPU to answer (RDMA, smc_rdma.c).  On one CPU there is
+ * never a spin.
  */
 #ifndef SMCR_SPIN_H
 #define SMCR_SPIN_H
@@ -30,6 +32,7 @@
 struct smcr_spin {
 	_Atomic uint32_t misses;	/* spins in a row that ended empty-handed */
 	_Atomic uint32_t pause;		/* waits left that go straight to sleep */
+	bool steady;			/* never pauses */
 };
 
 static inline void smcr_cpu_relax(void)
@@ -66,7 +69,8 @@ static inline void smcr_spin_done(struct smcr_spin *s, bool hit)
 {
 	if (hit) {
 		atomic_store_explicit(&s->misses, 0, memory_order_relaxed);
-	} else if (atomic_fetch_add_explicit(&s->misses, 1, memory_order_relaxed) + 1 >=
+	} else if (!s->steady &&
+		   atomic_fetch_add_explicit(&s->misses, 1, memory_order_relaxed) + 1 >=
 		   SMCR_SPIN_GIVE_UP) {
 		atomic_store_explicit(&s->misses, 0, memory_order_relaxed);
 		atomic_store_explicit(&s->pause, SMCR_SPIN_PAUSE, memory_order_relaxed);

@@ -6,7 +6,7 @@
 #   - the verbs device is there (ibv_devices) and moves data: ib_write_bw and
 #     ib_write_lat (connected through rdma_cm, -R, as both RoCE and iWARP
 #     allow), client and server on the same device, at 64 KiB and at a small
-#     size; their output is kept in /out/perf-*.log for run.sh's figures;
+#     size, and ib_send_lat with a CDC's 44 bytes; their output is kept in /out/perf-*.log for run.sh's figures;
 #   - the RDMA transport works between two processes (rdma_peer);
 #   - the integration tests TEST... (tests/integration/TEST.sh) pass against
 #     BUILD_DIR on this guest's kernel (each starts its own smcrd, whose BPF
@@ -54,6 +54,7 @@ perf ib_write_bw 65536 2000
 perf ib_write_bw 64 10000
 perf ib_write_lat 65536 500
 perf ib_write_lat 8 2000
+perf ib_send_lat 44 2000	# a CDC: with a WRITE, what RFC 7609 sends per message
 
 # integration NAME [VAR=VALUE...]: tests/integration/NAME.sh (NAME-rdma:
 # NAME.sh over RDMA, see above) with these variables; the scratch directory

@@ -101,7 +101,8 @@ figure() {
 	echo "# ib_write_bw: BW average; ib_write_lat: t_typical.  rdma_cm (-R)."
 } > "$build/vm-perftest.txt"
 for want in "rxe ib_write_bw 65536" "rxe ib_write_bw 64" "rxe ib_write_lat 65536" "rxe ib_write_lat 8" \
-	    "siw ib_write_bw 65536" "siw ib_write_bw 64" "siw ib_write_lat 65536" "siw ib_write_lat 8" \
+	    "rxe ib_send_lat 44" "siw ib_write_bw 65536" "siw ib_write_bw 64" "siw ib_write_lat 65536" \
+	    "siw ib_write_lat 8" "siw ib_send_lat 44" \
 	    "2host-client ib_write_bw 65536" "2host-client ib_write_lat 8"; do
 	read -r name test bytes <<< "$want"
 	log=perf-$test-$bytes
@@ -119,13 +120,16 @@ done
 
 # The RDMA transport's figures (rdma_peer's "figure:" lines) against the
 # same guest's perftest, as ratios: stream against ib_write_bw 64 KiB;
-# ping-pong against ib_write_lat 8 B, whose t_typical is half a round trip.
+# ping-pong against ib_write_lat 8 B, whose t_typical is half a round trip,
+# and against ib_write_lat + ib_send_lat (44 B): a message of RFC 7609 is a
+# WRITE and a SEND.
 # Printed only: figures on a shared TCG host are too noisy to assert.
 for name in rxe siw; do
 	awk -v setup="$name one guest" '
 		FILENAME ~ /perftest/ && $0 ~ "^" setup {
 			if ($4 == "ib_write_bw" && $5 == 65536) bw = $7
 			if ($4 == "ib_write_lat" && $5 == 8) lat = $7
+			if ($4 == "ib_send_lat" && $5 == 44) slat = $7
 		}
 		FILENAME !~ /perftest/ && /^figure: smcr-rdma ping-pong/ { p50 = $7 }
 		FILENAME !~ /perftest/ && /^figure: smcr-rdma stream/ { mbs = $7; rmb = $12 }
@@ -134,8 +138,9 @@ for name in rxe siw; do
 				printf "%-24s %-13s %6d B %10s MB/s  %s of ib_write_bw (RMB %s KiB)\n", setup,
 				       "smcr stream", 65536, mbs, bw ? sprintf("%.2f", mbs / bw) : "?", rmb
 			if (p50 != "")
-				printf "%-24s %-13s %6d B %10s us    round trip p50; half of it %s x ib_write_lat\n",
-				       setup, "smcr pingpong", 14, p50, lat ? sprintf("%.1f", p50 / 2 / lat) : "?"
+				printf "%-24s %-13s %6d B %10s us    round trip p50; half of it %s x ib_write_lat, %s x ib_write_lat + ib_send_lat\n",
+				       setup, "smcr pingpong", 14, p50, lat ? sprintf("%.1f", p50 / 2 / lat) : "?",
+				       lat && slat ? sprintf("%.1f", p50 / 2 / (lat + slat)) : "?"
 		}' "$build/vm-perftest.txt" "$vm/$name/rdma_peer.log" >> "$build/vm-perftest.txt" 2>/dev/null || true
 done
 
