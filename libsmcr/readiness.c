@@ -530,17 +530,18 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 /* Under ep->lock: spins while spinning pays; true if an SMC member had news. */
 static bool spin(struct smcr_epoll *ep)
 {
-	uint64_t budget = smcr_spin_budget(&ep->spin), end;
-	bool any = false;
+	struct smcr_spin_how how = { 0 };
+	uint64_t budget, end;
 
 	for (int i = 0; i < ep->count; i++) {
 		struct member *m = ep->members[i];
 		if (m->regime == REG_SMC && !m->disabled) {
 			m->since = smcr_sock_events(smcr_fd_sock(m->fd));
-			any = true;
+			smcr_spin_join(&how, smcr_sock_spin_how(smcr_fd_sock(m->fd)));
 		}
 	}
-	if (!any || !budget)
+	budget = how.ns ? smcr_spin_budget(&ep->spin, how) : 0;
+	if (!budget)
 		return false;
 	end = smc_clock_ns() + budget;
 	do {
@@ -550,13 +551,13 @@ static bool spin(struct smcr_epoll *ep)
 				continue;
 			smcr_sock_collect(smcr_fd_sock(m->fd));
 			if (smcr_sock_events(smcr_fd_sock(m->fd)) != m->since) {
-				smcr_spin_done(&ep->spin, true);
+				smcr_spin_done(&ep->spin, how, true);
 				return true;
 			}
 		}
 		smcr_cpu_relax();
 	} while (smc_clock_ns() < end);
-	smcr_spin_done(&ep->spin, false);
+	smcr_spin_done(&ep->spin, how, false);
 	return false;
 }
 
@@ -757,29 +758,31 @@ static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t 
 static bool poll_prepare_sleep(struct pollfd *fds, nfds_t nfds, uint32_t *since)
 {
 	static __thread struct smcr_spin spinning;
-	uint64_t budget = smcr_spin_budget(&spinning), end = smc_clock_ns() + budget;
-	bool any = false;
+	struct smcr_spin_how how = { 0 };
+	uint64_t budget, end;
 
 	for (nfds_t i = 0; i < nfds; i++) {
 		if (fds[i].fd >= 0 && watch_of(fds[i].fd) == W_SMC) {
 			since[i] = smcr_sock_events(smcr_fd_sock(fds[i].fd));
-			any = true;
+			smcr_spin_join(&how, smcr_sock_spin_how(smcr_fd_sock(fds[i].fd)));
 		}
 	}
-	if (any && budget) {
+	budget = how.ns ? smcr_spin_budget(&spinning, how) : 0;
+	end = smc_clock_ns() + budget;
+	if (budget) {
 		do {
 			for (nfds_t i = 0; i < nfds; i++) {
 				if (fds[i].fd < 0 || watch_of(fds[i].fd) != W_SMC)
 					continue;
 				smcr_sock_collect(smcr_fd_sock(fds[i].fd));
 				if (smcr_sock_events(smcr_fd_sock(fds[i].fd)) != since[i]) {
-					smcr_spin_done(&spinning, true);
+					smcr_spin_done(&spinning, how, true);
 					return false;
 				}
 			}
 			smcr_cpu_relax();
 		} while (smc_clock_ns() < end);
-		smcr_spin_done(&spinning, false);
+		smcr_spin_done(&spinning, how, false);
 	}
 	for (nfds_t i = 0; i < nfds; i++) {
 		if (fds[i].fd < 0 || watch_of(fds[i].fd) != W_SMC)

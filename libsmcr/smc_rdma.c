@@ -185,7 +185,6 @@ static int rdma_create_rmb(struct smc_conn *conn, unsigned int size_class, int m
 	if (!rc->rmb || !rc->staging || rc->wake_fd < 0 || rc->sleep_fd < 0)
 		goto fail;
 	rc->size_class = size_class;
-	rc->spin.steady = true;		/* the peer answers without our CPU: see RDMA_SPIN_NS */
 	pthread_mutex_init(&rc->mbox_lock, NULL);
 	/* an epoll loop with wake_fd in its set may sleep before any call of ours */
 	atomic_store(&rc->armed, 1);
@@ -442,10 +441,11 @@ static void read_spin_env(void)
 		spin_ns = us * 1000ull;
 }
 
-static uint64_t rdma_spin_ns(void)
+/* Steady: the peer answers without our CPU (see RDMA_SPIN_NS). */
+static struct smcr_spin_how rdma_spin_how(void)
 {
 	pthread_once(&spin_once, read_spin_env);
-	return spin_ns;
+	return (struct smcr_spin_how){ .ns = spin_ns, .steady = true };
 }
 
 /*
@@ -489,7 +489,7 @@ static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 	int slice = smc_wait_slice(timeout_ms, &ts), woke = 0;
 	uint64_t end;
 
-	if (smc_spin(conn, &rc->spin, since, rdma_spin_ns()) || rdma_events(conn) != since)
+	if (smc_spin(conn, &rc->spin, since) || rdma_events(conn) != since)
 		return 0;
 	if (timeout_ms == 0)
 		return -ETIMEDOUT;
@@ -620,6 +620,7 @@ const struct smc_transport_ops smc_rdma_ops = {
 	.recv_cdc = rdma_recv_cdc,
 	.events = rdma_events,
 	.collect = rdma_collect,
+	.spin_how = rdma_spin_how,
 	.wait = rdma_wait,
 	.wake_fd = rdma_wake_fd,
 	.arm = rdma_arm,

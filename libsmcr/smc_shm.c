@@ -339,13 +339,19 @@ static int shm_wake_fd(struct smc_conn *conn)
 	return ((struct shm *)conn->priv)->wake_fd;
 }
 
+/* The peer's answer needs a CPU of this host: spin.h's pauses apply. */
+static struct smcr_spin_how shm_spin_how(void)
+{
+	return SMCR_SPIN_DEFAULT;
+}
+
 static int shm_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 {
 	struct shm *shm = conn->priv;
 	struct timespec ts;
 	int slice = smc_wait_slice(timeout_ms, &ts);
 
-	if (smc_spin(conn, &shm->spin, since, SMCR_SPIN_NS) || shm_events(conn) != since)
+	if (smc_spin(conn, &shm->spin, since) || shm_events(conn) != since)
 		return 0;
 	if (timeout_ms == 0)
 		return -ETIMEDOUT;
@@ -401,6 +407,7 @@ const struct smc_transport_ops smc_shm_ops = {
 	.send_cdc = shm_send_cdc,
 	.recv_cdc = shm_recv_cdc,
 	.events = shm_events,
+	.spin_how = shm_spin_how,
 	.wait = shm_wait,
 	.wake_fd = shm_wake_fd,
 	.arm = shm_arm,

@@ -1062,6 +1062,11 @@ void smcr_sock_collect(struct smcr_sock *sk)
 		sk->conn.ops->collect(&sk->conn);
 }
 
+struct smcr_spin_how smcr_sock_spin_how(struct smcr_sock *sk)
+{
+	return sk->conn.ops->spin_how();
+}
+
 bool smcr_sock_arm(struct smcr_sock *sk, uint32_t since, bool signalled)
 {
 	return sk->conn.ops->arm(&sk->conn, since, signalled);

@@ -27,6 +27,7 @@
 #include <sys/uio.h>
 
 #include "fdtable.h"
+#include "spin.h"
 
 enum smcr_sock_phase {
 	SMCR_SOCK_IDLE,         /* negotiated, CLC not started */
@@ -92,12 +93,14 @@ void smcr_sock_setsockopt(struct smcr_sock *sk, int level, int name, const void 
  * POLLHUP, POLLERR) of an SMC connection, and what to sleep on: its wake
  * descriptor, armed, and its TCP socket (POLLRDHUP: the peer is gone).
  * smcr_sock_events() is the number to take before looking (see
- * smc_transport.h), smcr_sock_collect() what a spin calls to make it move;
- * smcr_sock_arm() false means look again.
+ * smc_transport.h), smcr_sock_collect() what a spin calls to make it move,
+ * smcr_sock_spin_how() how long to spin (spin.h); smcr_sock_arm() false
+ * means look again.
  */
 unsigned int smcr_sock_poll(struct smcr_sock *sk);
 uint32_t smcr_sock_events(struct smcr_sock *sk);
 void smcr_sock_collect(struct smcr_sock *sk);
+struct smcr_spin_how smcr_sock_spin_how(struct smcr_sock *sk);
 bool smcr_sock_arm(struct smcr_sock *sk, uint32_t since, bool signalled);
 int smcr_sock_wake_fd(struct smcr_sock *sk);
 /* The TCP connection ended (poll or epoll saw it): settle the SMC connection. */

@@ -24,6 +24,7 @@
 #include "smc_cdc.h"
 #include "smc_clc.h"
 #include "smc_cursor.h"
+#include "spin.h"
 #include "stats.h"
 
 /*
@@ -134,6 +135,9 @@ struct smc_transport_ops {
 	 * NULL: events() moves by itself (shared memory).
 	 */
 	void (*collect)(struct smc_conn *conn);
+
+	/* How a wait spins before it sleeps (spin.h): wait's spin, and poll's. */
+	struct smcr_spin_how (*spin_how)(void);
 
 	/*
 	 * Waits, with the connection lock released, until events() moves from since:

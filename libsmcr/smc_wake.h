@@ -57,27 +57,27 @@ static inline int smc_wait_slice(int timeout_ms, struct timespec *ts)
 }
 
 /*
- * Spins up to ns (while spinning pays: spin.h, whose record is s) until
- * conn's events() moves past since; the transport's collect, if any, runs
- * at every turn.  True if it moved.
+ * Spins as conn's transport does (while spinning pays: spin.h, whose
+ * record is s) until conn's events() moves past since; the transport's
+ * collect, if any, runs at every turn.  True if it moved.
  */
-static inline bool smc_spin(struct smc_conn *conn, struct smcr_spin *s, uint32_t since,
-			    uint64_t ns)
+static inline bool smc_spin(struct smc_conn *conn, struct smcr_spin *s, uint32_t since)
 {
-	uint64_t budget = smcr_spin_budget(s) ? ns : 0;
+	struct smcr_spin_how how = conn->ops->spin_how();
+	uint64_t budget = smcr_spin_budget(s, how);
 
 	if (!budget)
 		return false;
 	for (uint64_t end = smc_clock_ns() + budget; conn->ops->events(conn) == since;) {
 		if (smc_clock_ns() >= end) {
-			smcr_spin_done(s, false);
+			smcr_spin_done(s, how, false);
 			return false;
 		}
 		if (conn->ops->collect)
 			conn->ops->collect(conn);
 		smcr_cpu_relax();
 	}
-	smcr_spin_done(s, true);
+	smcr_spin_done(s, how, true);
 	return true;
 }
 

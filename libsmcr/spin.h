@@ -16,6 +16,10 @@
  * before spinning is tried again, unless the waiter is steady: its peer
  * never needs our CPU to answer (RDMA, smc_rdma.c).  On one CPU there is
  * never a spin.
+ *
+ * How long a spin lasts and whether it is steady is the transport's word
+ * (struct smcr_spin_how); a wait on several connections (poll, epoll)
+ * spins as the most patient of them would.
  */
 #ifndef SMCR_SPIN_H
 #define SMCR_SPIN_H
@@ -29,11 +33,27 @@
 #define SMCR_SPIN_GIVE_UP	4
 #define SMCR_SPIN_PAUSE		64
 
+/* A record of how a waiter's spins went. */
 struct smcr_spin {
 	_Atomic uint32_t misses;	/* spins in a row that ended empty-handed */
 	_Atomic uint32_t pause;		/* waits left that go straight to sleep */
-	bool steady;			/* never pauses */
 };
+
+/* How a transport's waiters spin. */
+struct smcr_spin_how {
+	uint64_t ns;			/* for how long */
+	bool steady;			/* never pause */
+};
+
+#define SMCR_SPIN_DEFAULT ((struct smcr_spin_how){ .ns = SMCR_SPIN_NS, .steady = false })
+
+/* Widens how to cover other's waiters too. */
+static inline void smcr_spin_join(struct smcr_spin_how *how, struct smcr_spin_how other)
+{
+	if (other.ns > how->ns)
+		how->ns = other.ns;
+	how->steady |= other.steady;
+}
 
 static inline void smcr_cpu_relax(void)
 {
@@ -44,8 +64,8 @@ static inline void smcr_cpu_relax(void)
 #endif
 }
 
-/* How long the next wait may spin: 0 or SMCR_SPIN_NS. */
-static inline uint64_t smcr_spin_budget(struct smcr_spin *s)
+/* How long the next wait may spin: 0 or how.ns. */
+static inline uint64_t smcr_spin_budget(struct smcr_spin *s, struct smcr_spin_how how)
 {
 	static _Atomic int cpus;
 	int n = atomic_load_explicit(&cpus, memory_order_relaxed);
@@ -57,19 +77,19 @@ static inline uint64_t smcr_spin_budget(struct smcr_spin *s)
 	}
 	if (n < 2)
 		return 0;
-	if (pause) {
+	if (pause && !how.steady) {
 		atomic_store_explicit(&s->pause, pause - 1, memory_order_relaxed);
 		return 0;
 	}
-	return SMCR_SPIN_NS;
+	return how.ns;
 }
 
 /* How the spin went: hit, what it waited for came. */
-static inline void smcr_spin_done(struct smcr_spin *s, bool hit)
+static inline void smcr_spin_done(struct smcr_spin *s, struct smcr_spin_how how, bool hit)
 {
 	if (hit) {
 		atomic_store_explicit(&s->misses, 0, memory_order_relaxed);
-	} else if (!s->steady &&
+	} else if (!how.steady &&
 		   atomic_fetch_add_explicit(&s->misses, 1, memory_order_relaxed) + 1 >=
 		   SMCR_SPIN_GIVE_UP) {
 		atomic_store_explicit(&s->misses, 0, memory_order_relaxed);

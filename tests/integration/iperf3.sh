@@ -11,6 +11,7 @@
 # out"; what one end's libsmcr counted out, the other's counted in.  On
 # $SMCR_TEST_ADDR (lib.sh); with SMCR_TEST_TRANSPORT set, smcrd runs and both
 # connections must go over that transport.  IPERF3_MIB (100): the size.
+# Prints "figure:" lines (MiB/s received) for tests/vm/run.sh.
 . "$(dirname "$0")/lib.sh"
 need iperf3
 daemon=0
@@ -19,8 +20,9 @@ with_smcrd 15201-15202 256 && daemon=1
 BYTES=$((${IPERF3_MIB:-100} * 1024 * 1024))
 SLACK=65536     # control connection traffic around the payload
 
-# json FILE: "SENT RECEIVED" from an iperf3 JSON report (sum_sent.bytes and
-# sum_received.bytes), or "error: ..." if the test failed.
+# json FILE: "SENT RECEIVED MIBS" from an iperf3 JSON report (sum_sent.bytes,
+# sum_received.bytes, and the receiver's MiB/s), or "error: ..." if the
+# test failed.
 json() {
 	"$PY" -c '
 import json, sys
@@ -31,7 +33,8 @@ except Exception as e:
 if "error" in d:
     print("error:", d["error"]); sys.exit()
 e = d["end"]
-print(e["sum_sent"]["bytes"], e["sum_received"]["bytes"])' "$1"
+r = e["sum_received"]
+print(e["sum_sent"]["bytes"], r["bytes"], "%.1f" % (r["bits_per_second"] / 8 / 2**20))' "$1"
 }
 
 # within WHAT COUNTER PAYLOAD: PAYLOAD <= COUNTER <= PAYLOAD + SLACK
@@ -66,8 +69,9 @@ for mode in plain smcr; do
 		# connection before the last data (iperf3 behaviour, also
 		# without the preload), so it must have received some and at
 		# most as much.  The client's report has the server's numbers.
-		read -r c_sent c_recv <<< "$(json "$WORK/client-$name.out")"
-		read -r s_sent s_recv <<< "$(json "$WORK/server-$name.out")"
+		read -r c_sent c_recv mibs <<< "$(json "$WORK/client-$name.out")"
+		read -r s_sent s_recv _ <<< "$(json "$WORK/server-$name.out")"
+		echo "figure: iperf3 $mode $run ${mibs:-?} MB/s received"
 		if [ "$run" = reverse ]; then
 			sent=$s_sent; recv=$c_recv; ours=$c_sent; theirs=$s_sent
 		else

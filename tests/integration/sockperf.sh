@@ -8,6 +8,7 @@
 # end.  Under the preload, libsmcr must have been in both and seen the
 # connection, and its byte counters must equal message count x message size
 # on each side.  (sockperf refuses messages above 65507 bytes, so not 64 KiB.)
+# Prints "figure:" lines (p50 one-way latency, MB/s sent) for tests/vm/run.sh.
 # On $SMCR_TEST_ADDR (lib.sh); with SMCR_TEST_TRANSPORT set, smcrd runs and
 # the connection must go over that transport, and ping-pong is paced at
 # 100000 messages/s (unpaced, a round trip through shared memory well under
@@ -53,6 +54,7 @@ for mode in plain smcr; do
 		handled=$(num "$sout" 'Total ([0-9]+) messages received and handled')
 		if [ "$run" = ping-pong ]; then
 			if grep -q 'Summary: Latency is' "$cout"; then pass "$name: latency summary"; else fail "$name: no latency summary"; fi
+			echo "figure: sockperf $mode ping-pong $(num "$cout" 'percentile 50.000 = *([0-9.]+)') us p50 one-way"
 			expect_eq "$name: dropped/duplicated/out-of-order" \
 				"$(grep -o '# dropped messages = .*' "$cout")" \
 				"# dropped messages = 0; # duplicated messages = 0; # out-of-order messages = 0"
@@ -66,6 +68,7 @@ for mode in plain smcr; do
 			fi
 		else
 			if grep -q 'Summary: BandWidth is' "$cout"; then pass "$name: bandwidth summary"; else fail "$name: no bandwidth summary"; fi
+			echo "figure: sockperf $mode throughput $(num "$cout" 'BandWidth is ([0-9.]+) MBps') MB/s sent"
 			sent=$(num "$cout" 'Total of ([0-9]+) messages sent')
 			recvd=0
 			expect_at_least "$name: messages sent" "${sent:-0}" "$MIN_MSGS"

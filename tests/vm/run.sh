@@ -122,7 +122,9 @@ done
 # same guest's perftest, as ratios: stream against ib_write_bw 64 KiB;
 # ping-pong against ib_write_lat 8 B, whose t_typical is half a round trip,
 # and against ib_write_lat + ib_send_lat (44 B): a message of RFC 7609 is a
-# WRITE and a SEND.
+# WRITE and a SEND.  Then the real programs' figures over the transport
+# (sockperf-rdma's and iperf3-rdma's "figure:" lines) against the same
+# baselines, and against the same program on plain TCP in the same guest.
 # Printed only: figures on a shared TCG host are too noisy to assert.
 for name in rxe siw; do
 	awk -v setup="$name one guest" '
@@ -133,6 +135,8 @@ for name in rxe siw; do
 		}
 		FILENAME !~ /perftest/ && /^figure: smcr-rdma ping-pong/ { p50 = $7 }
 		FILENAME !~ /perftest/ && /^figure: smcr-rdma stream/ { mbs = $7; rmb = $12 }
+		/^figure: (sockperf|iperf3) / { app[$2 " " $3 " " $4] = $5 }
+		function of(v, base) { return base + 0 > 0 && v + 0 > 0 ? sprintf("%.2f", v / base) : "?" }
 		END {
 			if (mbs != "")
 				printf "%-24s %-13s %6d B %10s MB/s  %s of ib_write_bw (RMB %s KiB)\n", setup,
@@ -141,7 +145,20 @@ for name in rxe siw; do
 				printf "%-24s %-13s %6d B %10s us    round trip p50; half of it %s x ib_write_lat, %s x ib_write_lat + ib_send_lat\n",
 				       setup, "smcr pingpong", 14, p50, lat ? sprintf("%.1f", p50 / 2 / lat) : "?",
 				       lat && slat ? sprintf("%.1f", p50 / 2 / (lat + slat)) : "?"
-		}' "$build/vm-perftest.txt" "$vm/$name/rdma_peer.log" >> "$build/vm-perftest.txt" 2>/dev/null || true
+			v = app["sockperf smcr throughput"]
+			if (v != "")
+				printf "%-24s %-13s %6d B %10s MB/s  %s of ib_write_bw, %s of plain TCP\n", setup,
+				       "sockperf tp", 65000, v, of(v, bw), of(v, app["sockperf plain throughput"])
+			v = app["iperf3 smcr forward"]
+			if (v != "")
+				printf "%-24s %-13s %6d B %10s MB/s  %s of ib_write_bw, %s of plain TCP\n", setup,
+				       "iperf3", 131072, v, of(v, bw), of(v, app["iperf3 plain forward"])
+			v = app["sockperf smcr ping-pong"]
+			if (v != "")
+				printf "%-24s %-13s %6d B %10s us    p50 one-way; %s x ib_write_lat, %s x plain TCP\n", setup,
+				       "sockperf pp", 14, v, of(v, lat), of(v, app["sockperf plain ping-pong"])
+		}' "$build/vm-perftest.txt" "$vm/$name/rdma_peer.log" "$vm/$name/sockperf-rdma.log" \
+		   "$vm/$name/iperf3-rdma.log" >> "$build/vm-perftest.txt" 2>/dev/null || true
 done
 
 echo "=== tests/vm results ($((SECONDS - start)) s)"
