@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "conn_table.h"
+#include "control.h"
 #include "control_proto.h"
 #include "log.h"
 #include "readiness.h"
@@ -69,6 +70,15 @@
  * within a usual max_memory.
  */
 #define RMB_SIZE_CLASS 4
+
+/*
+ * Over RDMA a connection registers a staging buffer beside its RMB (the
+ * side its WRITEs go from), as large as our RMB unless the peer's is
+ * another size: granted by smcrd against max_memory for as long as this
+ * process holds the connection's RDMA view, as the offer's grant stands
+ * for the RMB.
+ */
+#define RDMA_STAGING_BYTES smc_rmb_size(RMB_SIZE_CLASS)
 
 /* sendfile and splice move bytes through a bounce buffer this large. */
 #define BOUNCE_SIZE 65536
@@ -269,6 +279,8 @@ static enum smcr_reason use_rdma(struct smcr_sock *sk, const struct smc_clc_loca
 	sk->conn.ops = &smc_rdma_ops;
 	sk->sh->transport = SMCR_TRANSPORT_RDMA;
 	rc = sk->conn.ops->create_rmb(&sk->conn, RMB_SIZE_CLASS, -1, -1);
+	if (!rc && (rc = smcr_control_grant(RDMA_STAGING_BYTES)) != 0)
+		sk->conn.ops->release(&sk->conn);	/* nothing granted to give back */
 	if (!rc && peer)
 		rc = smc_rdma_link_to_peer(&sk->conn, peer, &sk->first_contact);
 	if (!rc)
@@ -339,6 +351,16 @@ static enum smcr_reason setup_attach(void *ctx, const struct smc_clc_accept_conf
 	return SMCR_REASON_NONE;
 }
 
+/* Lets go of this process's view of the transport, and of what it was granted. */
+static void release_view(struct smcr_sock *sk)
+{
+	bool rdma = sk->conn.ops == &smc_rdma_ops;
+
+	sk->conn.ops->release(&sk->conn);
+	if (rdma)
+		smcr_control_release(RDMA_STAGING_BYTES);
+}
+
 /* Gives our buffer back: the connection stays on TCP, or is over. */
 static void withdraw(struct smcr_sock *sk, int fd)
 {
@@ -347,7 +369,7 @@ static void withdraw(struct smcr_sock *sk, int fd)
 		sk->sh->offered = false;
 	}
 	if (sk->conn.priv)
-		sk->conn.ops->release(&sk->conn);
+		release_view(sk);
 }
 
 static void setup_abandon(void *ctx)
@@ -417,7 +439,7 @@ static int view_transport(struct smcr_sock *sk, int fd, const int *fds, int n)
 	int efd = smcr_fd_move_aside(REAL(dup)(fds[2])), rc;
 
 	if (sk->conn.priv)
-		sk->conn.ops->release(&sk->conn);
+		release_view(sk);
 	sk->attached = false;
 	rc = efd < 0 ? -errno : sk->conn.ops->map_rmb(&sk->conn, fds[1], efd);
 	if (rc && efd >= 0)

@@ -5,8 +5,10 @@
 # one end gets SIGKILL, the server first, then the client.  The other end
 # must end (an error or end of file, as over TCP) within KILL_SECS (10: a
 # bound that catches a hang, not a measure), the connections must have gone
-# over the transport, and once both are gone every buffer must be back with
-# max_memory and, over rdma, no link of theirs be up (its QP released).
+# over the transport, their buffers (over rdma, staging buffers too) must
+# be charged against max_memory while they run, and once both are gone
+# every buffer must be back with max_memory and, over rdma, no link of
+# theirs be up (its QP released).
 . "$(dirname "$0")/lib.sh"
 need socat
 start_smcrd 19301 256
@@ -19,6 +21,11 @@ for victim in server client; do
 	start_bg "client-$victim" smcr socat -u OPEN:/dev/zero "TCP:$TEST_ADDR:19301"
 	cli=$LAST_PID
 	sleep 2         # mid-transfer
+	# Both ends' buffers are charged against max_memory: the RMB, and
+	# over rdma the staging buffer each end writes from too.
+	per_end=262144
+	[ "$TEST_TRANSPORT" = rdma ] && per_end=$((2 * 262144))
+	expect_at_least "max_memory in use by the two ends mid-transfer" "$(stats_counter in_use)" $((2 * per_end))
 	if [ "$victim" = server ]; then kill -9 "$srv"; survivor=$cli; else kill -9 "$cli"; survivor=$srv; fi
 	ended=no
 	for _ in $(seq $((secs * 10))); do

@@ -49,6 +49,13 @@ for mode in plain smcr; do
 	net_in=$(info total_net_input_bytes)
 	net_out=$(info total_net_output_bytes)
 
+	if [ "$mode" = smcr ] && [ "$daemon" = 1 ]; then
+		# Every connection is closed and the server still runs: each
+		# buffer it had (over rdma, the staging buffers too) is back with
+		# max_memory.
+		for _ in $(seq 50); do [ "$(stats_counter in_use)" = 0 ] && break; sleep 0.1; done
+		expect_eq "$mode: max_memory in use once the connections closed" "$(stats_counter in_use)" 0
+	fi
 	cli SHUTDOWN NOSAVE > /dev/null 2>&1
 	stop_bg "$srv" -
 	expect_eq "$mode: redis-server exit status" "$?" 0
