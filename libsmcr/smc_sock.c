@@ -655,6 +655,13 @@ static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 		atomic_store_explicit(&sk->sh->phase, SMCR_SOCK_SMC, memory_order_release);
 		return;
 	}
+	/*
+	 * Our buffer goes back now, not at close: offered before the exchange,
+	 * it outlived one the peer declined before we prepared anything (a
+	 * server whose client had no buffer held its own for as long as the
+	 * TCP connection lasted).
+	 */
+	withdraw(sk, fd);
 	smcr_fd_set_reason(fd, reason);
 	if (state == SMC_SETUP_FALLBACK) {
 		smcr_stat_add(fallbacks[reason], 1);
