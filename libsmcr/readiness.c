@@ -540,7 +540,7 @@ static bool spin(struct smcr_epoll *ep)
 			smcr_spin_join(&how, smcr_sock_spin_how(smcr_fd_sock(m->fd)));
 		}
 	}
-	budget = how.ns ? smcr_spin_budget(&ep->spin, how) : 0;
+	budget = smcr_spin_budget(&ep->spin, how);
 	if (!budget)
 		return false;
 	end = smc_clock_ns() + budget;
@@ -767,9 +767,9 @@ static bool poll_prepare_sleep(struct pollfd *fds, nfds_t nfds, uint32_t *since)
 			smcr_spin_join(&how, smcr_sock_spin_how(smcr_fd_sock(fds[i].fd)));
 		}
 	}
-	budget = how.ns ? smcr_spin_budget(&spinning, how) : 0;
-	end = smc_clock_ns() + budget;
+	budget = smcr_spin_budget(&spinning, how);
 	if (budget) {
+		end = smc_clock_ns() + budget;
 		do {
 			for (nfds_t i = 0; i < nfds; i++) {
 				if (fds[i].fd < 0 || watch_of(fds[i].fd) != W_SMC)

@@ -64,13 +64,15 @@ static inline void smcr_cpu_relax(void)
 #endif
 }
 
-/* How long the next wait may spin: 0 or how.ns. */
+/* How long the next wait may spin: 0 or how.ns (0: nothing to spin for). */
 static inline uint64_t smcr_spin_budget(struct smcr_spin *s, struct smcr_spin_how how)
 {
 	static _Atomic int cpus;
 	int n = atomic_load_explicit(&cpus, memory_order_relaxed);
 	uint32_t pause = atomic_load_explicit(&s->pause, memory_order_relaxed);
 
+	if (!how.ns)
+		return 0;
 	if (!n) {
 		n = (int)sysconf(_SC_NPROCESSORS_ONLN);
 		atomic_store_explicit(&cpus, n, memory_order_relaxed);

@@ -13,6 +13,10 @@
 need socat
 start_smcrd 19301 256
 secs=${KILL_SECS:-10}
+# Both ends' buffers are charged against max_memory: the RMB, and over
+# rdma the staging buffer each end writes from too.
+per_end=262144
+[ "$TEST_TRANSPORT" = rdma ] && per_end=$((2 * 262144))
 
 for victim in server client; do
 	start_bg "server-$victim" smcr socat -u "TCP-LISTEN:19301,reuseaddr,bind=$TEST_ADDR" OPEN:/dev/null
@@ -21,10 +25,6 @@ for victim in server client; do
 	start_bg "client-$victim" smcr socat -u OPEN:/dev/zero "TCP:$TEST_ADDR:19301"
 	cli=$LAST_PID
 	sleep 2         # mid-transfer
-	# Both ends' buffers are charged against max_memory: the RMB, and
-	# over rdma the staging buffer each end writes from too.
-	per_end=262144
-	[ "$TEST_TRANSPORT" = rdma ] && per_end=$((2 * 262144))
 	expect_at_least "max_memory in use by the two ends mid-transfer" "$(stats_counter in_use)" $((2 * per_end))
 	if [ "$victim" = server ]; then kill -9 "$srv"; survivor=$cli; else kill -9 "$cli"; survivor=$srv; fi
 	ended=no
@@ -39,10 +39,6 @@ for victim in server client; do
 done
 
 # Everything is back once both are gone (smcrd sees a killed process's control socket close).
-for _ in $(seq 50); do
-	[ "$(stats_counter in_use)" = 0 ] && break
-	sleep 0.1
-done
-expect_eq "all SMC buffers returned to max_memory" "$(stats_counter in_use)" 0
+memory_back "all SMC buffers returned to max_memory"
 [ "$TEST_TRANSPORT" != rdma ] || expect_eq "RDMA links up" "$(stats_counter links_up)" 0
 finish

@@ -23,6 +23,7 @@
 #   start_smcrd PORTS MB   smcrd for a test (see below)
 #   on_transport NAME CONNS BYTES   what went over the transport under test
 #   transport_counter FIELD [T]     one counter of that transport (or of T)
+#   memory_back WHAT [TENTHS]       every buffer is back with max_memory
 #   pass MSG / fail MSG / finish
 #
 # Two environment variables say where and over what the tests run; unset,
@@ -223,6 +224,17 @@ print("none" if found is None else found)' "$1"
 # `smcrctl stats --json`; "none" if there are none.
 transport_counter() {
 	stats_counter "transports.${2:-$TEST_TRANSPORT}.$1"
+}
+
+# memory_back WHAT [TENTHS]: within TENTHS tenths of a second (50), smcrd
+# counts no buffer memory in use (a process's buffers come back as it
+# closes them, or as smcrd sees a killed one's control socket close).
+memory_back() {
+	for _ in $(seq "${2:-50}"); do
+		[ "$(stats_counter in_use)" = 0 ] && break
+		sleep 0.1
+	done
+	expect_eq "$1" "$(stats_counter in_use)" 0
 }
 
 # start_smcrd PORTS MAX_MEMORY_MB: smcrd (root) with SMC on for $TEST_ADDR

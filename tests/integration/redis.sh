@@ -53,8 +53,7 @@ for mode in plain smcr; do
 		# Every connection is closed and the server still runs: each
 		# buffer it had (over rdma, the staging buffers too) is back with
 		# max_memory.
-		for _ in $(seq 50); do [ "$(stats_counter in_use)" = 0 ] && break; sleep 0.1; done
-		expect_eq "$mode: max_memory in use once the connections closed" "$(stats_counter in_use)" 0
+		memory_back "$mode: max_memory in use once the connections closed"
 	fi
 	cli SHUTDOWN NOSAVE > /dev/null 2>&1
 	stop_bg "$srv" -

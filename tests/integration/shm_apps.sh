@@ -150,9 +150,5 @@ stop_bg "$srv"
 on_transport node 1 300000
 
 # Every buffer is back.
-for _ in $(seq 30); do
-	[ "$(stats_counter in_use)" = 0 ] && break
-	sleep 0.1
-done
-expect_eq "all SMC buffers returned to max_memory" "$(stats_counter in_use)" 0
+memory_back "all SMC buffers returned to max_memory" 30
 finish

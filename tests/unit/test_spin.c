@@ -61,6 +61,19 @@ static void a_steady_waiter_never_pauses(void **state)
 	assert_int_equal(smcr_spin_budget(&s, patient), patient.ns);
 }
 
+static void a_wait_with_nothing_to_spin_for_keeps_the_pause(void **state)
+{
+	struct smcr_spin s = { 0 };
+
+	(void)state;
+	need_two_cpus();
+	miss(&s, SMCR_SPIN_DEFAULT, SMCR_SPIN_GIVE_UP);
+	assert_int_equal(smcr_spin_budget(&s, (struct smcr_spin_how){ 0 }), 0);
+	for (int i = 0; i < SMCR_SPIN_PAUSE; i++)
+		assert_int_equal(smcr_spin_budget(&s, SMCR_SPIN_DEFAULT), 0);
+	assert_int_equal(smcr_spin_budget(&s, SMCR_SPIN_DEFAULT), SMCR_SPIN_NS);
+}
+
 static void a_set_spins_as_its_most_patient_member(void **state)
 {
 	struct smcr_spin_how how = { 0 };
@@ -81,6 +94,7 @@ int main(void)
 		cmocka_unit_test(misses_in_a_row_pause_spinning),
 		cmocka_unit_test(a_hit_starts_the_count_again),
 		cmocka_unit_test(a_steady_waiter_never_pauses),
+		cmocka_unit_test(a_wait_with_nothing_to_spin_for_keeps_the_pause),
 		cmocka_unit_test(a_set_spins_as_its_most_patient_member),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
