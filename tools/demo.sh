@@ -74,5 +74,7 @@ sockets that libsmcr marked, and echoed it only for them.  The plain
 redis-benchmark did not offer SMC, so its connections were recorded as
 fallbacks (PEERNOSMC); the preloaded one negotiated SMC on every connection,
 and its requests and replies went through shared memory (the "shm" bytes),
-not through TCP.  Between hosts (RDMA) connections stay on TCP for now.
+not through TCP.  Between hosts the same connections go over RDMA where a
+verbs device serves the address (tests/vm shows it on Soft-RoCE and
+Soft-iWARP), and stay on TCP (NOSMCDEV) where none does.
 TXT
