@@ -16,7 +16,7 @@ out=$(status); rc=$?
 expect_eq "status without smcrd exits" "$rc" 3
 if grep -q "not running" <<< "$out"; then pass "status says smcrd is not running"; else fail "status: $out"; fi
 
-start_bg smcrd plain "$BIN/smcrd" -f -c "$conf"
+start_bg smcrd plain "${SMCRD[@]}" -f -c "$conf"
 daemon=$LAST_PID
 for _ in $(seq 50); do status > /dev/null && break; sleep 0.1; done
 out=$(status)

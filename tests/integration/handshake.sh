@@ -26,7 +26,7 @@ capture "$CAP" "portrange 17100-17129"
 DAEMON=
 
 start_daemon() {
-	"$BIN/smcrd" -f -c "$CONF" 2>> "$WORK/smcrd.log" &
+	"${SMCRD[@]}" -f -c "$CONF" 2>> "$WORK/smcrd.log" &
 	DAEMON=$!
 	BG_PIDS+=($DAEMON)
 	wait_for "$WORK/smcrd.log" "loaded $CONF" || fail "smcrd did not start: $(cat "$WORK/smcrd.log")"

@@ -40,10 +40,16 @@
 #       and under the preload (redis, iperf3, sockperf, socat, fork) start
 #       smcrd only if it is set (with_smcrd): unset, their preloaded runs go
 #       on TCP as always (no daemon).
+# A third lets several test runs share a host: SMCR_TEST_CGROUP, a cgroup v2
+# directory that holds the test (unset: the cgroup v2 root).  $SMCRD, the
+# command that starts smcrd, attaches its negotiation program there, so that
+# it acts on this run's connections only.
 set -u
 BUILD=$(cd "${1:?usage: $0 BUILD_DIR}" && pwd)
 BIN=$BUILD/bin
 LIB=$BUILD/lib/libsmcr.so
+SMCRD=("$BIN/smcrd")
+[ -z "${SMCR_TEST_CGROUP:-}" ] || SMCRD+=(-C "$SMCR_TEST_CGROUP")
 WORK=$(mktemp -d /tmp/smcr-test.XXXXXX)
 FAILED=0
 BG_PIDS=()
@@ -251,7 +257,7 @@ start_smcrd() {
 	cp "$(dirname "${BASH_SOURCE[0]}")/../../conf/smcr.conf" "$CONF"
 	"$BIN/smcrctl" -c "$CONF" set enabled=1 "ip_addr_list=$addrs" \
 		"port_range_list=$1" "max_memory=$2" "shm=$shm" > /dev/null
-	start_bg smcrd plain "$BIN/smcrd" -f -c "$CONF"
+	start_bg smcrd plain "${SMCRD[@]}" -f -c "$CONF"
 	SMCRD_PID=$LAST_PID
 	for _ in $(seq 50); do "$BIN/smcrctl" status > /dev/null 2>&1 && break; sleep 0.1; done
 	"$BIN/smcrctl" status > /dev/null || { fail "smcrd did not start: $(cat "$WORK/smcrd.err")"; finish; }

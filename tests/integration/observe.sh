@@ -19,7 +19,7 @@ need python3 socat
 export SMCR_RUNDIR=$WORK/run
 CONF=$WORK/smcr.conf
 printf 'enabled = 1\nip_addr_list = 127.0.0.1\nport_range_list = 17600-17609\n' > "$CONF"
-start_bg smcrd plain "$BIN/smcrd" -f -c "$CONF"
+start_bg smcrd plain "${SMCRD[@]}" -f -c "$CONF"
 SMCRD=$LAST_PID
 for _ in $(seq 50); do "$BIN/smcrctl" status > /dev/null 2>&1 && break; sleep 0.1; done
 "$BIN/smcrctl" status > /dev/null || { fail "smcrd did not start: $(cat "$WORK/smcrd.err")"; finish; }

@@ -9,6 +9,8 @@
 set -u
 
 BIN=$(cd "$1" && pwd)/bin
+SMCRD=("$BIN/smcrd")            # attached to $SMCR_TEST_CGROUP if set, as in lib.sh
+[ -z "${SMCR_TEST_CGROUP:-}" ] || SMCRD+=(-C "$SMCR_TEST_CGROUP")
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 TMP=$(mktemp -d /tmp/smcrctl-test.XXXXXX)
 CONF=$TMP/smcr.conf
@@ -136,11 +138,11 @@ changes_only shm=0 -- "shm = 0"
 cp "$TMP/good" "$CONF"
 
 # --- smcrd in the foreground ---------------------------------------------------
-"$BIN/smcrd" -f -c "$CONF" 2>"$LOG" &
+"${SMCRD[@]}" -f -c "$CONF" 2>"$LOG" &
 daemon=$!
 check "smcrd logs 'loaded'" wait_log "smcrd: loaded $CONF (enabled=1, 2 addresses, 1 port ranges, max_memory=512 MB)"
 check "pid file names smcrd" test "$(head -1 "$SMCR_RUNDIR/smcrd.pid" 2>/dev/null)" = "$daemon"
-out=$("$BIN/smcrd" -f -c "$CONF" 2>&1); rc=$?
+out=$("${SMCRD[@]}" -f -c "$CONF" 2>&1); rc=$?
 check "second smcrd refused: $out" \
 	test $rc -eq 1 -a "$out" = "smcrd: refusing to start: smcrd already running (pid $daemon)"
 out=$(smcrctl set max_memory=100)
@@ -163,14 +165,14 @@ check "after smcrd exits: 'saved; smcrd not running' ($out)" test "$out" = "save
 # --- smcrd refuses an invalid file at start ------------------------------------
 sed -i 's/^max_memory = .*/max_memory = 0/' "$CONF"
 line=$(grep -n '^max_memory' "$CONF" | cut -d: -f1)
-out=$("$BIN/smcrd" -f -c "$CONF" 2>&1); rc=$?
+out=$("${SMCRD[@]}" -f -c "$CONF" 2>&1); rc=$?
 check "smcrd refuses an invalid file (exit $rc): $out" \
 	test $rc -eq 1 -a "$out" = "smcrd: $CONF:$line: max_memory: '0' is out of range (1-1048576 MB)"
 check "no pid file left behind" test ! -e "$SMCR_RUNDIR/smcrd.pid"
 cp "$TMP/good" "$CONF"
 
 # --- smcrd detached ------------------------------------------------------------
-(cd "$TMP" && "$BIN/smcrd" -c smcr.conf); rc=$?
+(cd "$TMP" && "${SMCRD[@]}" -c smcr.conf); rc=$?
 pid=$(head -1 "$SMCR_RUNDIR/smcrd.pid" 2>/dev/null)
 check "detached smcrd started (exit $rc, pid ${pid:-none})" test $rc -eq 0 -a -n "$pid"
 sid=$(ps -o sid= -p "${pid:-0}" 2>/dev/null | tr -d ' ')

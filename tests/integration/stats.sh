@@ -18,7 +18,7 @@ need curl python3 socat
 export SMCR_RUNDIR=$WORK/run
 CONF=$WORK/smcr.conf
 printf 'enabled = 1\nip_addr_list = 127.0.0.1\nport_range_list = 17300-17309\n' > "$CONF"
-"$BIN/smcrd" -f -c "$CONF" 2>> "$WORK/smcrd.log" &
+"${SMCRD[@]}" -f -c "$CONF" 2>> "$WORK/smcrd.log" &
 BG_PIDS+=($!)
 wait_for "$WORK/smcrd.log" "loaded $CONF" || { fail "smcrd did not start: $(cat "$WORK/smcrd.log")"; finish; }
 

@@ -32,7 +32,7 @@ if [ -s "$WORK/plain.err" ]; then fail "stderr without preload: $(cat "$WORK/pla
 if [ "$(id -u)" = 0 ]; then
 	export SMCR_RUNDIR=$WORK/run
 	printf 'enabled = 1\nip_addr_list = 127.0.0.1 ::1\nport_range_list = 1-65535\n' > "$WORK/smcr.conf"
-	start_bg smcrd plain "$BIN/smcrd" -f -c "$WORK/smcr.conf"
+	start_bg smcrd plain "${SMCRD[@]}" -f -c "$WORK/smcr.conf"
 	wait_for "$WORK/smcrd.err" "loaded" || fail "smcrd: $(cat "$WORK/smcrd.err")"
 	LD_PRELOAD=$LIB SMCR_LOG=info timeout 60 "$probe" > "$WORK/smcrd.out" 2> "$WORK/smcrd-probe.err"
 	if diff -u "$WORK/plain.out" "$WORK/smcrd.out"; then
