@@ -98,7 +98,8 @@ static enum smc_setup_state declined(struct smc_setup *s, const struct smc_clc_d
 /*
  * Reads the next message without blocking, header first so that not one
  * byte past it is taken from the stream.  1: whole message in s->buf;
- * 0: not yet; -1: the stream ended or failed (reason in *why).
+ * 0: not yet; -1: the stream failed (reason in *why); -2: the peer closed
+ * its end (PEERCLOSED).
  */
 static int receive(struct smc_setup *s, enum smcr_reason *why)
 {
@@ -106,8 +107,12 @@ static int receive(struct smc_setup *s, enum smcr_reason *why)
 		ssize_t n = REAL(recv)(s->sock, s->buf + s->have, s->need - s->have, MSG_DONTWAIT);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return 0;
-		if (n <= 0) {
-			*why = SMCR_REASON_SYNCERR;     /* closed or reset mid-exchange */
+		if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+			*why = SMCR_REASON_PEERCLOSED;  /* its application closed or aborted */
+			return n == 0 ? -2 : -1;
+		}
+		if (n < 0) {
+			*why = SMCR_REASON_SYNCERR;
 			return -1;
 		}
 		s->have += (size_t)n;
@@ -149,7 +154,11 @@ static int next_msg(struct smc_setup *s, int wait_ms, struct smc_clc_msg *msg)
 		s->deadline_ms = now_ms() + SMC_CLC_WAIT_MS;
 		return 1;
 	}
-	finish(s, SMC_SETUP_RESET, why);
+	/*
+	 * A stream the peer closed holds nothing more, so no byte of the
+	 * exchange can reach the application: it reads the end, as over TCP.
+	 */
+	finish(s, got == -2 ? SMC_SETUP_FALLBACK : SMC_SETUP_RESET, why);
 	return -1;
 }
 

@@ -679,7 +679,9 @@ static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 
 	smcr_stat_add(handshake_errors, 1);
 	smcr_conn_table_fell_back(sk->conn.record, SMCR_CONN_RESET, reason, 0);
-	smcr_log(SMCR_LOG_WARN, "fd %d: CLC failed: %s (0x%08x): connection reset", fd,
+	/* a peer that reset its end mid-exchange is the application's business, as over TCP */
+	smcr_log(reason == SMCR_REASON_PEERCLOSED ? SMCR_LOG_DEBUG : SMCR_LOG_WARN,
+		 "fd %d: CLC failed: %s (0x%08x): connection reset", fd,
 		 smcr_reason_name(reason), smcr_reason_code(reason));
 	REAL(connect)(fd, &unspec, sizeof(unspec));     /* sends the peer a reset */
 	errno = saved_errno;

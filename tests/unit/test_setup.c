@@ -309,8 +309,12 @@ static void client_without_transport_declines(void **state)
 	assert_string_equal(c.received, "b");
 }
 
-/* A "client" that sends raw bytes: the server must not take them for CLC. */
-static struct smc_setup raw_server(const void *bytes, size_t len, int64_t timeout_ms)
+/*
+ * A "client" that sends raw bytes, and then closes its end if told to: the
+ * server must not take them for CLC.
+ */
+static struct smc_setup raw_server(const void *bytes, size_t len, int64_t timeout_ms,
+				   bool then_close)
 {
 	int c, s;
 	struct side sd = { .gid = HOST_GID(2), .timeout_ms = timeout_ms };
@@ -320,6 +324,8 @@ static struct smc_setup raw_server(const void *bytes, size_t len, int64_t timeou
 	pthread_create(&t, NULL, run_side, &sd);
 	if (len)
 		assert_int_equal(send(c, bytes, len, 0), (ssize_t)len);
+	if (then_close)
+		shutdown(c, SHUT_WR);
 	pthread_join(t, NULL);
 	close(c);
 	close(s);
@@ -330,7 +336,7 @@ static void garbage_resets(void **state)
 {
 	(void)state;
 	static const char http[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
-	struct smc_setup st = raw_server(http, sizeof(http) - 1, 0);
+	struct smc_setup st = raw_server(http, sizeof(http) - 1, 0, false);
 	assert_int_equal(st.state, SMC_SETUP_RESET);
 	assert_int_equal(st.reason, SMCR_REASON_SYNCERR);
 }
@@ -359,16 +365,25 @@ static void split_message_is_reassembled(void **state)
 	assert_int_equal(m.accept_confirm.d.token, 0x77);
 	close(c);                       /* no Confirm: the stream ends mid-exchange */
 	pthread_join(t, NULL);
-	assert_int_equal(sd.setup.state, SMC_SETUP_RESET);
-	assert_int_equal(sd.setup.reason, SMCR_REASON_SYNCERR);
+	assert_int_equal(sd.setup.state, SMC_SETUP_FALLBACK);
+	assert_int_equal(sd.setup.reason, SMCR_REASON_PEERCLOSED);
 	assert_int_equal(sd.fake.abandoned, 1);
 	close(s);
+}
+
+/* A client gone before its Proposal (an application exiting): no reset. */
+static void peer_closed_stays_on_tcp(void **state)
+{
+	(void)state;
+	struct smc_setup st = raw_server("", 0, 0, true);
+	assert_int_equal(st.state, SMC_SETUP_FALLBACK);
+	assert_int_equal(st.reason, SMCR_REASON_PEERCLOSED);
 }
 
 static void silent_peer_times_out(void **state)
 {
 	(void)state;
-	struct smc_setup st = raw_server("", 0, 300);
+	struct smc_setup st = raw_server("", 0, 300, false);
 	assert_int_equal(st.state, SMC_SETUP_RESET);
 	assert_int_equal(st.reason, SMCR_REASON_TIMEOUT_CL);
 }
@@ -437,6 +452,7 @@ int main(void)
 		cmocka_unit_test(server_commits_only_after_confirm),
 		cmocka_unit_test(garbage_resets),
 		cmocka_unit_test(split_message_is_reassembled),
+		cmocka_unit_test(peer_closed_stays_on_tcp),
 		cmocka_unit_test(silent_peer_times_out),
 		cmocka_unit_test(later_version_only_declined),
 		cmocka_unit_test(progress_without_waiting),
