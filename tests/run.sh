@@ -6,36 +6,66 @@
 # under the sanitizers) and clang with libFuzzer
 # (the wire decoders fuzzed for 20 s each).  Then the Release build again in
 # qemu guests with soft RDMA devices (tests/vm/run.sh, a few minutes).
-set -euo pipefail
+# Every stage runs even when an earlier one failed (a stage whose build
+# failed fails too); the end lists the failed stages, and the exit status
+# is 1 if there is any.  A ctest selection that matches no test fails
+# (--no-tests=error): a renamed test cannot empty a stage unnoticed.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+failed=()
 
-tools/install-deps.sh --test --vm
+# stage NAME COMMAND...: runs one stage and records whether it failed.
+stage() {
+	local name=$1 t0=$SECONDS
+	shift
+	echo "=== stage $name"
+	if "$@"; then
+		echo "=== stage $name: passed ($((SECONDS - t0)) s)"
+	else
+		echo "=== stage $name: FAILED ($((SECONDS - t0)) s)"
+		failed+=("$name")
+	fi
+}
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
-cmake --build build -j"$jobs"
+# build DIR CMAKE_ARGS...: configures and builds DIR (all targets).
+build() {
+	local dir=$1
+	shift
+	cmake -S . -B "$dir" "$@" > /dev/null && cmake --build "$dir" -j"$jobs"
+}
 
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSMCR_SANITIZE=ON > /dev/null
-cmake --build build-asan -j"$jobs"
-ctest --test-dir build-asan -L unit --output-on-failure
+ctest_in() { ctest --test-dir "$@" --no-tests=error --output-on-failure; }
 
-cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DSMCR_FUZZ=ON > /dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_clc fuzz_cdc
-ctest --test-dir build-fuzz -L fuzz --output-on-failure
+tools/install-deps.sh --test --vm || exit 1
 
-ctest --test-dir build --output-on-failure -j"$jobs"
+stage build build build -DCMAKE_BUILD_TYPE=Release
+stage build-asan build build-asan -DCMAKE_BUILD_TYPE=Debug -DSMCR_SANITIZE=ON
+stage unit-asan ctest_in build-asan -L unit
+
+build_fuzz() {
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DSMCR_FUZZ=ON > /dev/null &&
+		cmake --build build-fuzz -j"$jobs" --target fuzz_clc fuzz_cdc
+}
+stage build-fuzz build_fuzz
+stage fuzz ctest_in build-fuzz -L fuzz
+
+stage tests ctest_in build -j"$jobs"
 
 # The integration tests that stress libsmcr hardest, again with the preload
 # built under ASan+UBSan.  The programs load it before their own ASan
 # runtime (or have none), which ASan accepts when told not to check.
-ASAN_OPTIONS=verify_asan_link_order=0 ctest --test-dir build-asan --output-on-failure \
+stage integration-asan env ASAN_OPTIONS=verify_asan_link_order=0 \
+	ctest --test-dir build-asan --no-tests=error --output-on-failure \
 	-R 'integration\.(transparency|fork|stress|handover)$'
 
 # And under ThreadSanitizer: the unit tests, and the integration tests whose
 # programs are ours (TSan must be in the program: python or socat cannot
 # load a TSan libsmcr).
-cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DSMCR_TSAN=ON > /dev/null
-cmake --build build-tsan -j"$jobs"
-ctest --test-dir build-tsan --output-on-failure -R '^unit\.|integration\.(transparency|fork|stress)$'
+stage build-tsan build build-tsan -DCMAKE_BUILD_TYPE=Debug -DSMCR_TSAN=ON
+stage tsan ctest_in build-tsan -R '^unit\.|integration\.(transparency|fork|stress)$'
 
-tests/vm/run.sh build
+stage vm tests/vm/run.sh build
+
+echo "=== tests/run.sh: ${#failed[@]} failed stage(s)${failed[*]:+: ${failed[*]}}"
+[ ${#failed[@]} = 0 ]

@@ -29,7 +29,7 @@ fi
 
 # One smcrd per host, even with its pid file elsewhere: two programs would
 # both write the option on every SYN.
-out=$(SMCR_RUNDIR=$WORK/run2 timeout 20 "$BIN/smcrd" -f -c "$conf" 2>&1); rc=$?
+out=$(SMCR_RUNDIR=$WORK/run2 timeout 20 "${SMCRD[@]}" -f -c "$conf" 2>&1); rc=$?
 expect_eq "a second smcrd (other run directory) exits" "$rc" 1
 if grep -q "another smcrd's program (id [0-9]*) already runs for .*: one smcrd per host" <<< "$out"; then
 	pass "it says another smcrd's program runs"

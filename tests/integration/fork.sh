@@ -73,6 +73,7 @@ for pid in workers:
 listener.close()
 EOF
 
+declare -A server_status
 port=19101
 for kind in socat python prefork; do
 	for mode in plain smcr; do
@@ -119,6 +120,10 @@ for kind in socat python prefork; do
 		# socat ends on SIGTERM, the python server on SIGINT; both print
 		# their summary.
 		if [ "$kind" = socat ]; then stop_bg "$srv" TERM 10; else stop_bg "$srv" INT 10; fi
+		server_status[$name]=$?
+		# ... and ends as it does without the preload
+		[ "$mode" = plain ] || expect_eq "$name: server's exit status (as plain)" \
+			"${server_status[$name]}" "${server_status[$kind-plain]:-none}"
 
 		serr=$WORK/server-$name.err
 		if [ "$mode" = plain ]; then

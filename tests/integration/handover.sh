@@ -42,19 +42,24 @@ cat > "$WORK/passer.py" <<'EOF'
 import os, signal, socket, sys
 port, conns = int(sys.argv[1]), int(sys.argv[2])
 parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-if os.fork() == 0:                              # the worker: echoes what it is given
+def exit_as(pids):                              # 0 if every child exited 0
+    os._exit(max(os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) != 0 for p in pids))
+worker = os.fork()
+if worker == 0:                                 # the worker: echoes what it is given
     signal.alarm(60)                            # children outlive timeout(1): bounded here
     parent.close()
+    echoes = []
     for _ in range(conns):
         msg, fds, _, _ = socket.recv_fds(child, 16, 1)
         s = socket.socket(fileno=fds[0])
-        if os.fork() == 0:
+        echoes.append(os.fork())
+        if echoes[-1] == 0:
             signal.alarm(60)
             while data := s.recv(65536):
                 s.sendall(data)
             os._exit(0)
         s.close()
-    os._exit(0)
+    exit_as(echoes)
 child.close()
 lst = socket.create_server(("127.0.0.1", port))
 print("listening", flush=True)
@@ -62,6 +67,7 @@ for _ in range(conns):
     s, _ = lst.accept()
     socket.send_fds(parent, [b"c"], [s.fileno()])
     s.close()
+exit_as([worker])
 EOF
 # The servers run without timeout(1), which follows each signal it relays
 # (stop_bg's) with a SIGCONT: that cancelled the SIGSTOP by which
@@ -72,7 +78,8 @@ srv=$LAST_PID
 wait_listen 17230 "$srv"
 expect_eq "SCM_RIGHTS: 4 echoes of 3 MiB through a worker" \
 	"$(run_mode smcr timeout 60 "$PY" "$WORK/client.py" 17230 4 $((3 << 20)) 2> "$WORK/client1.err")" same
-stop_bg "$srv"
+stop_bg "$srv" -
+expect_eq "SCM_RIGHTS: the server, its worker and the worker's children exit" "$?" 0
 on_transport "SCM_RIGHTS" 4 $((2 * 4 * (3 << 20)))
 
 # 2. exec: socat's child becomes cat, the connection its stdin and stdout.
@@ -104,7 +111,7 @@ if sys.argv[1] == "server":
         os.write(pass_fd, b"t")
     if pid == 0:
         os._exit(0)
-    os.waitpid(pid, 0)
+    sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 else:
     s = socket.create_connection(("127.0.0.1", int(sys.argv[2])))
     bad = 0
@@ -118,7 +125,8 @@ srv=$LAST_PID
 wait_listen 17232 "$srv"
 expect_eq "fork: 200 answers from parent and child in turn" \
 	"$(run_mode smcr timeout 60 "$PY" "$WORK/turns.py" client 17232 2> "$WORK/client3.err")" "in turn"
-stop_bg "$srv"
+stop_bg "$srv" -
+expect_eq "fork: the server and its child exit" "$?" 0
 on_transport "fork in turn" 1 1000
 
 finish

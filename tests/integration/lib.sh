@@ -24,7 +24,19 @@
 #   on_transport NAME CONNS BYTES   what went over the transport under test
 #   transport_counter FIELD [T]     one counter of that transport (or of T)
 #   memory_back WHAT [TENTHS]       every buffer is back with max_memory
+#   allow_log PATTERN  libsmcr warn:/error: lines this test expects (below)
+#   fallbacks_seen     each fallback libsmcr logged: process, fd, reason
 #   pass MSG / fail MSG / finish
+#
+# What a test cannot miss (checked by finish, whatever the test asserted):
+#   - a sanitizer report: every process writes ASan, UBSan, LeakSanitizer and
+#     TSan reports to files in $SAN_DIR, not to a stderr nobody reads, and
+#     exits with status 97;
+#   - a libsmcr "warn:" or "error:" line in any file in $WORK, unless the
+#     test allowed it by name (allow_log);
+#   - a process started by start_bg that died of a crash signal or a
+#     sanitizer: stop_bg checks its status, and finish stops the ones still
+#     running and checks theirs.
 #
 # Two environment variables say where and over what the tests run; unset,
 # everything runs as it always has (loopback, shared memory):
@@ -53,6 +65,14 @@ SMCRD=("$BIN/smcrd")
 WORK=$(mktemp -d /tmp/smcr-test.XXXXXX)
 FAILED=0
 BG_PIDS=()
+declare -A BG_NAME              # start_bg's processes not yet stopped: pid -> name
+LOG_ALLOWED=()
+SAN_DIR=$WORK/sanitizer
+mkdir "$SAN_DIR"
+SAN_EXIT=97
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$SAN_DIR/asan:exitcode=$SAN_EXIT"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$SAN_DIR/ubsan:print_stacktrace=1:exitcode=$SAN_EXIT"
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}log_path=$SAN_DIR/tsan:exitcode=$SAN_EXIT"
 TEST_ADDR=${SMCR_TEST_ADDR:-127.0.0.1}
 TEST_TRANSPORT=${SMCR_TEST_TRANSPORT:-shm}
 case $TEST_TRANSPORT in
@@ -68,14 +88,29 @@ cleanup() {
 	if [ "$FAILED" = 0 ]; then
 		rm -rf "$WORK"
 	else
+		show_logs
 		echo "(kept $WORK for inspection)"
 	fi
+}
+
+# show_logs: the end of each text file the failed test left in $WORK, so
+# that its logs leave the machine with the test's output.
+show_logs() {
+	local file
+	find "$WORK" -type f -size +0 | sort | head -n 40 | while read -r file; do
+		grep -Iq . "$file" || continue                  # data, captures
+		echo "--- ${file#"$WORK"/} (last 12 of $(wc -l < "$file") lines)"
+		tail -n 12 "$file" | cut -c 1-300 | sed 's/^/    /'
+	done
 }
 trap cleanup EXIT
 
 pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; FAILED=1; }
 finish() {
+	stop_all_bg
+	sanitizer_reports
+	libsmcr_complaints
 	if [ "$FAILED" = 0 ]; then echo "$(basename "$0"): all passed"; exit 0; fi
 	echo "$(basename "$0"): FAILED"; exit 1
 }
@@ -111,23 +146,88 @@ start_bg() {
 	) > "$WORK/$name.out" 2> "$WORK/$name.err" &
 	BG_PIDS+=($!)
 	LAST_PID=$!
+	BG_NAME[$!]=$name
 }
 
 # stop_bg PID [SIGNAL [SECONDS]]: sends SIGNAL (none if "-") to a server
 # started by start_bg and waits up to SECONDS (10) for it to exit, so that it
-# prints its libsmcr summary; then it is killed.  Returns its exit status.
+# prints its libsmcr summary; then it is killed.  Returns its exit status,
+# and fails the test if that says it crashed (crashed).
 stop_bg() {
-	local pid=$1 sig=${2:-TERM} secs=${3:-10}
+	local pid=$1 sig=${2:-TERM} secs=${3:-10} rc=0 name=${BG_NAME[$1]:-process $1}
 	[ "$sig" = - ] || kill -s "$sig" "$pid" 2>/dev/null
 	for _ in $(seq 1 $((secs * 10))); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
 	if kill -0 "$pid" 2>/dev/null; then
-		echo "FAIL: process $pid did not exit within ${secs}s"; FAILED=1
+		fail "$name (pid $pid) did not exit within ${secs}s"
 		kill -9 "$pid" 2>/dev/null
 	fi
-	wait "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null || rc=$?
+	unset "BG_NAME[$pid]"
+	crashed "$name" "$rc"
+	return "$rc"
+}
+
+# crashed NAME STATUS: fails (and returns 0) if exit STATUS is a crash
+# signal's or a sanitizer's; a test's own SIGTERM, SIGINT or SIGKILL is no crash.
+crashed() {
+	case $2 in
+		$SAN_EXIT) fail "$1: exit status $2: a sanitizer report (below)" ;;
+		132|133|134|135|136|139|140|159)
+			fail "$1: killed by SIG$(kill -l "$2") (exit status $2)" ;;
+		*) return 1 ;;
+	esac
+}
+
+# stop_all_bg: stops start_bg's processes that are still running (SIGTERM,
+# as cleanup would) and checks how they ended.
+stop_all_bg() {
+	local pid
+	for pid in "${!BG_NAME[@]}"; do
+		stop_bg "$pid" TERM 10 || true
+	done
+}
+
+# sanitizer_reports: fails on each report in $SAN_DIR, with its first lines.
+sanitizer_reports() {
+	local report
+	for report in "$SAN_DIR"/*; do
+		[ -e "$report" ] || continue
+		fail "sanitizer report $(basename "$report"):"
+		head -n 30 "$report" | sed 's/^/    /'
+	done
+}
+
+# allow_log PATTERN: libsmcr warn:/error: lines that match PATTERN (an ERE)
+# are expected by this test (a refused buffer, a killed peer, ...).
+allow_log() { LOG_ALLOWED+=("$1"); }
+
+# libsmcr_complaints: fails on every libsmcr warn:/error: line in $WORK that
+# no allow_log pattern matches, naming the file it is in.
+libsmcr_complaints() {
+	local lines pat
+	lines=$(grep -rsoE 'libsmcr\[[0-9]+\]: (warn|error): .*' "$WORK" | sed "s|^$WORK/||")
+	for pat in "${LOG_ALLOWED[@]}"; do
+		lines=$(grep -vE -- "$pat" <<< "$lines")
+	done
+	[ -n "$lines" ] || return 0
+	fail "libsmcr complained ($(wc -l <<< "$lines") lines, none allowed by this test):"
+	head -n 20 <<< "$lines" | sed 's/^/    /'
+}
+
+# fallbacks_seen: every connection libsmcr logged (SMCR_LOG=debug) as kept
+# on TCP, at the handshake or in the CLC exchange, one line each:
+# "PROGRAM[PID] fd FD: REASON", PROGRAM from that process's exit summary.
+fallbacks_seen() {
+	local pid fd reason prog
+	grep -rshoE 'libsmcr\[[0-9]+\]: debug: fd [0-9]+: (fallback to TCP|CLC: staying on TCP): [A-Z_]+' "$WORK" |
+	sed -E 's/libsmcr\[([0-9]+)\]: debug: fd ([0-9]+): .*TCP: ([A-Z_]+)/\1 \2 \3/' |
+	while read -r pid fd reason; do
+		prog=$(grep -rshoE "libsmcr\\[$pid\\]: info: [^ ]+: tcp: " "$WORK" | head -n 1 | cut -d' ' -f3)
+		echo "${prog%:}[$pid] fd $fd: $reason"
+	done
 }
 
 wait_port() {
@@ -299,12 +399,24 @@ on_transport() {
 	else
 		fail "$name: $((b - last_bytes)) bytes over $t, expected >= $bytes"
 	fi
-	[ "$conns" = 0 ] || expect_eq "$name: fallbacks to TCP" "$((fb - last_fallbacks))" "$fallbacks"
+	[ "$conns" = 0 ] || expect_fallbacks "$name" "$((fb - last_fallbacks))" "$fallbacks"
 	if [ "$t" != shm ]; then
 		shm="$(transport_counter clients shm) $(transport_counter servers shm) $(transport_counter bytes_in shm)"
 		expect_eq "$name: shm connections and bytes (shm = 0)" "$shm" "0 0 0"
 	fi
 	last_cli=$cli last_srv=$srv last_bytes=$b last_fallbacks=$fb
+}
+
+# expect_fallbacks NAME GOT WANT: GOT connection ends fell back to TCP, as
+# WANT; if not, says why: smcrd's count by reason, and each fallback libsmcr
+# logged in this test (process, descriptor, reason).
+expect_fallbacks() {
+	expect_eq "$1: fallbacks to TCP" "$2" "$3" && return
+	echo "    by reason (smcrd): $("$BIN/smcrctl" stats --json | "$PY" -c '
+import json, sys
+print(", ".join("%s (%s): %d" % (r["name"], r["code"], r["count"])
+                for r in json.load(sys.stdin)["connections"]["fallback_reasons"]) or "none")')"
+	fallbacks_seen | sed 's/^/    logged: /'
 }
 
 # expect_at_least WHAT ACTUAL MIN
@@ -313,7 +425,7 @@ expect_at_least() {
 }
 
 expect_eq() {
-	if [ "$2" = "$3" ]; then pass "$1: $2"; else fail "$1: got '$2', expected '$3'"; fi
+	if [ "$2" = "$3" ]; then pass "$1: $2"; else fail "$1: got '$2', expected '$3'"; return 1; fi
 }
 
 # wait_for FILE PATTERN: up to 5 s for PATTERN in FILE.

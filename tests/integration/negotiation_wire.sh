@@ -26,7 +26,8 @@ fi
 
 PROBE=$BIN/hs_probe
 CONF=$WORK/smcr.conf
-CG2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+# The cgroup v2 root, or the cgroup this run is confined to (lib.sh).
+CG2=${SMCR_TEST_CGROUP:-$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)}
 TESTCG=$CG2/smcr-wire-test.$$
 NETNS=smcr-wire.$$
 export SMCR_RUNDIR=$WORK/run
@@ -104,9 +105,9 @@ counter() {     # counter N: the program's counter N (enum smcr_sockops_counter)
 capture "$WORK/host.pcap" "portrange 17000-17099"
 CAP=$WORK/host.pcap
 write_conf 1
-start_daemon
+start_daemon ${SMCR_TEST_CGROUP:+-C "$CG2"}     # by default, the root
 if grep -q "attached sock_ops program (id $PROG) to $CG2\$" "$WORK/smcrd.log"; then
-	pass "smcrd: attached program $PROG to the cgroup v2 root $CG2"
+	pass "smcrd: attached program $PROG to $CG2"
 else
 	fail "smcrd's start-up line: $(cat "$WORK/smcrd.log")"
 fi

@@ -39,6 +39,7 @@ run_mode smcr redis-cli -p 17201 set smcr-key "$want" > /dev/null 2>&1
 expect_eq "redis-cli: the value set comes back" \
 	"$(run_mode smcr redis-cli -p 17201 get smcr-key 2> /dev/null)" "$want"
 stop_bg "$srv"
+expect_eq "redis-server: exit status on SIGTERM" "$?" 0
 on_transport redis 50 100000
 
 # 3. iperf3 (its control connection and its data stream).
@@ -47,7 +48,8 @@ srv=$LAST_PID
 wait_listen 17202 "$srv"
 run_mode smcr timeout 60 iperf3 -c 127.0.0.1 -p 17202 -t 2 -J > "$WORK/iperf3.json" 2> "$WORK/iperf3.err"
 expect_eq "iperf3: client exit status" "$?" 0
-stop_bg "$srv"
+stop_bg "$srv" -               # -1: it exits after one test
+expect_eq "iperf3: server exit status" "$?" 0
 gbit=$("$PY" -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]/1e9, 2))' "$WORK/iperf3.json" 2>/dev/null)
 [ -n "$gbit" ] && pass "iperf3: $gbit Gbit/s" || fail "iperf3: no result"
 on_transport iperf3 2 $((100 * 1024 * 1024))
@@ -62,6 +64,7 @@ expect_eq "sockperf: client exit status" "$?" 0
 lat=$(grep -oE 'percentile 50.000 = +[0-9.]+' "$WORK/sockperf.out" | grep -oE '[0-9.]+$')
 [ -n "$lat" ] && pass "sockperf ping-pong 14 B: p50 $lat us one way" || fail "sockperf: no latency"
 stop_bg "$srv"
+expect_eq "sockperf: server exit status on SIGTERM (as plain)" "$?" 143
 on_transport sockperf 1 14
 
 # 5. nginx (epoll, sendfile) with curl and wrk.
@@ -101,6 +104,7 @@ reqs=$(grep -oE '^Requests/sec: +[0-9.]+' "$WORK/wrk.out" | grep -oE '[0-9.]+$')
 grep -qE 'Non-2xx|Socket errors' "$WORK/wrk.out" && fail "wrk: errors: $(grep -E 'Non-2xx|Socket errors' "$WORK/wrk.out")"
 [ -n "$reqs" ] && pass "nginx+wrk: $reqs requests/s" || fail "wrk: no result"
 stop_bg "$srv" QUIT
+expect_eq "nginx: exit status on SIGQUIT" "$?" 0
 on_transport nginx 2 $((1024 * 1024))
 
 # 6. python asyncio: an echo server and client, many round trips.
@@ -137,6 +141,7 @@ wait_listen 17205 "$srv"
 expect_eq "python asyncio echo: 300 messages" \
 	"$(run_mode smcr timeout 60 "$PY" "$WORK/echo.py" client 17205 2> "$WORK/asyncio-client.err")" same
 stop_bg "$srv"
+expect_eq "python asyncio server: exit status on SIGTERM (as plain)" "$?" 143
 on_transport asyncio 1 1000000
 
 # 7. node http (libuv).
@@ -147,6 +152,7 @@ wait_listen 17206 "$srv"
 expect_eq "node http + curl: 300000 bytes" \
 	"$(run_mode smcr curl -s http://127.0.0.1:17206/ 2> "$WORK/node-curl.err" | wc -c)" 300000
 stop_bg "$srv"
+expect_eq "node: exit status on SIGTERM (as plain)" "$?" 143
 on_transport node 1 300000
 
 # Every buffer is back.

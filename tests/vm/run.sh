@@ -179,7 +179,8 @@ for name in rxe siw 2host-server 2host-client; do
 	else
 		failed=1
 		echo "$name: FAIL guest exit status $rc: $(tail -n 2 "$vm/$name.runvm.log" | tr '\n' ' ')"
-		echo "$name: (console: $vm/$name/console.log)"
+		echo "$name: --- the end of its console ($vm/$name/console.log)"
+		tail -n 30 "$vm/$name/console.log" 2>/dev/null | sed "s/^/$name:   /"
 	fi
 done
 if [ -s "$vm/figures" ]; then cat "$vm/figures"; failed=1; fi
