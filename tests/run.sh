@@ -53,8 +53,9 @@ stage fuzz ctest_in build-fuzz -L fuzz
 stage tests ctest_in build -j"$jobs"
 
 # The integration tests that stress libsmcr hardest, again with the preload
-# built under ASan+UBSan.  The programs load it before their own ASan
-# runtime (or have none), which ASan accepts when told not to check.
+# built under ASan+UBSan.  The tests preload the ASan runtime in front of
+# it (lib.sh's $PRELOAD); smcr_run, which does not, needs ASan told not to
+# check that it comes first.
 stage integration-asan env ASAN_OPTIONS=verify_asan_link_order=0 \
 	ctest --test-dir build-asan --no-tests=error --output-on-failure \
 	-R 'integration\.(transparency|fork|stress|handover)$'

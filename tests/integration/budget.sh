@@ -71,7 +71,7 @@ start_bg server smcr "$PY" "$WORK/server.py" "$TEST_ADDR" 19401
 srv=$LAST_PID
 wait_listen 19401 "$srv"
 mkfifo "$WORK/hold"
-(exec 3<>"$WORK/hold"; LD_PRELOAD=$LIB SMCR_LOG=debug timeout 60 "$PY" "$WORK/client.py" \
+(exec 3<>"$WORK/hold"; LD_PRELOAD=$PRELOAD SMCR_LOG=debug timeout 60 "$PY" "$WORK/client.py" \
 	"$TEST_ADDR" 19401 "$CONNS" <&3 > "$WORK/client.out" 2> "$WORK/client.err") &
 cli=$!
 for _ in $(seq 300); do grep -q "all open" "$WORK/client.out" 2>/dev/null && break; sleep 0.1; done
@@ -95,7 +95,7 @@ wait "$cli"
 expect_eq "client exit status" "$?" 0
 memory_back "memory in use once the client closed them (server still up)"
 
-LD_PRELOAD=$LIB timeout 60 "$PY" "$WORK/client.py" "$TEST_ADDR" 19401 1 < /dev/null > "$WORK/again.out" 2>&1
+LD_PRELOAD=$PRELOAD timeout 60 "$PY" "$WORK/client.py" "$TEST_ADDR" 19401 1 < /dev/null > "$WORK/again.out" 2>&1
 expect_eq "a new connection: echo" "$(grep -c 'echo exact' "$WORK/again.out")" 1
 expect_eq "a new connection on $TEST_TRANSPORT" "$(transport_counter clients)" $((FIT + 1))
 finish

@@ -84,7 +84,7 @@ expect_eq "the whole budget is grantable again" "$("$BIN/grant_client" 1048576 |
 "$PY" -m http.server 19201 --bind 127.0.0.1 > /dev/null 2>&1 &
 BG_PIDS+=($!)
 wait_port 19201
-LD_PRELOAD=$LIB "$PY" -c '
+LD_PRELOAD=$PRELOAD "$PY" -c '
 import socket, time
 s = socket.create_connection(("127.0.0.1", 19201))
 time.sleep(3)' &

@@ -4,6 +4,9 @@
 # libsmcr.so, and compares.  Usage in a test: `. lib.sh "$1"` with the build
 # directory as $1.  Provides:
 #   $BIN, $LIB         build outputs
+#   $PRELOAD           what LD_PRELOAD holds under the preload: $LIB, after
+#                      the ASan runtime if $LIB is built with it (ASan
+#                      intercepts malloc and the rest only from first place)
 #   $WORK              a scratch directory removed at exit
 #   run_mode MODE CMD  runs CMD plainly (MODE=plain) or under the preload with
 #                      SMCR_LOG=debug (MODE=smcr); stderr of the preloaded
@@ -30,8 +33,8 @@
 #
 # What a test cannot miss (checked by finish, whatever the test asserted):
 #   - a sanitizer report: every process writes ASan, UBSan, LeakSanitizer and
-#     TSan reports to files in $SAN_DIR, not to a stderr nobody reads, and
-#     exits with status 97;
+#     TSan reports to files in $SAN_DIR, not to a stderr nobody reads (TSan
+#     then exits with status 97; leaks count if our code allocated them);
 #   - a libsmcr "warn:" or "error:" line in any file in $WORK, unless the
 #     test allowed it by name (allow_log);
 #   - a process started by start_bg that died of a crash signal or a
@@ -70,8 +73,12 @@ LOG_ALLOWED=()
 SAN_DIR=$WORK/sanitizer
 mkdir "$SAN_DIR"
 SAN_EXIT=97
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$SAN_DIR/asan:exitcode=$SAN_EXIT"
-export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$SAN_DIR/ubsan:print_stacktrace=1:exitcode=$SAN_EXIT"
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# ASan and UBSan exit 0 after a report: LeakSanitizer also finds the leaks
+# of the programs under test (python's), which are not ours to fail on, and
+# shares their exit status (sanitizer_reports sorts the reports instead).
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$SAN_DIR/asan:exitcode=0"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$SAN_DIR/ubsan:print_stacktrace=1"
 export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}log_path=$SAN_DIR/tsan:exitcode=$SAN_EXIT"
 TEST_ADDR=${SMCR_TEST_ADDR:-127.0.0.1}
 TEST_TRANSPORT=${SMCR_TEST_TRANSPORT:-shm}
@@ -122,6 +129,9 @@ need() {
 }
 
 [ -r "$LIB" ] || { echo "FAIL: $LIB not built"; exit 1; }
+PRELOAD=$LIB
+asan_runtime=$(ldd "$LIB" | awk '$1 ~ /^libasan\./ { print $3 }')
+[ -z "$asan_runtime" ] || PRELOAD="$asan_runtime $LIB"
 
 # The distribution's interpreter, not a version manager's wrapper script.
 PY=/usr/bin/python3
@@ -130,7 +140,7 @@ PY=/usr/bin/python3
 run_mode() {
 	local mode=$1; shift
 	if [ "$mode" = smcr ]; then
-		LD_PRELOAD=$LIB SMCR_LOG=debug "$@"
+		LD_PRELOAD=$PRELOAD SMCR_LOG=debug "$@"
 	else
 		"$@"
 	fi
@@ -141,7 +151,7 @@ run_mode() {
 start_bg() {
 	local name=$1 mode=$2; shift 2
 	(
-		if [ "$mode" = smcr ]; then export LD_PRELOAD=$LIB SMCR_LOG=debug; fi
+		if [ "$mode" = smcr ]; then export LD_PRELOAD=$PRELOAD SMCR_LOG=debug; fi
 		exec "$@"
 	) > "$WORK/$name.out" 2> "$WORK/$name.err" &
 	BG_PIDS+=($!)
@@ -171,7 +181,7 @@ stop_bg() {
 }
 
 # crashed NAME STATUS: fails (and returns 0) if exit STATUS is a crash
-# signal's or a sanitizer's; a test's own SIGTERM, SIGINT or SIGKILL is no crash.
+# signal's or TSan's; a test's own SIGTERM, SIGINT or SIGKILL is no crash.
 crashed() {
 	case $2 in
 		$SAN_EXIT) fail "$1: exit status $2: a sanitizer report (below)" ;;
@@ -190,13 +200,22 @@ stop_all_bg() {
 	done
 }
 
-# sanitizer_reports: fails on each report in $SAN_DIR, with its first lines.
+# sanitizer_reports: fails on each report in $SAN_DIR, with its first
+# lines; of a LeakSanitizer report, only the leaks allocated through our
+# code (a frame in this source tree or in libsmcr.so) count.
 sanitizer_reports() {
-	local report
+	local report ours
 	for report in "$SAN_DIR"/*; do
 		[ -e "$report" ] || continue
+		ours=$report
+		if grep -q 'ERROR: LeakSanitizer' "$report"; then
+			ours=$WORK/leaks-$(basename "$report")
+			awk -v src="$SRC/" 'BEGIN { RS = ""; ORS = "\n\n" }
+				/leak of/ && (index($0, src) || /libsmcr\.so/)' "$report" > "$ours"
+			[ -s "$ours" ] || continue
+		fi
 		fail "sanitizer report $(basename "$report"):"
-		head -n 30 "$report" | sed 's/^/    /'
+		head -n 30 "$ours" | sed 's/^/    /'
 	done
 }
 

@@ -12,7 +12,7 @@ for fn in __read_chk __recv_chk __recvfrom_chk __poll_chk __ppoll_chk; do
 done
 
 timeout 60 "$probe" > "$WORK/plain.out" 2> "$WORK/plain.err"; plain_rc=$?
-LD_PRELOAD=$LIB SMCR_LOG=info timeout 60 "$probe" > "$WORK/smcr.out" 2> "$WORK/smcr.err"; smcr_rc=$?
+LD_PRELOAD=$PRELOAD SMCR_LOG=info timeout 60 "$probe" > "$WORK/smcr.out" 2> "$WORK/smcr.err"; smcr_rc=$?
 expect_eq "exit status plain" "$plain_rc" 0
 expect_eq "exit status under the preload" "$smcr_rc" 0
 if diff -u "$WORK/plain.out" "$WORK/smcr.out"; then
@@ -34,7 +34,7 @@ if [ "$(id -u)" = 0 ]; then
 	printf 'enabled = 1\nip_addr_list = 127.0.0.1 ::1\nport_range_list = 1-65535\n' > "$WORK/smcr.conf"
 	start_bg smcrd plain "${SMCRD[@]}" -f -c "$WORK/smcr.conf"
 	wait_for "$WORK/smcrd.err" "loaded" || fail "smcrd: $(cat "$WORK/smcrd.err")"
-	LD_PRELOAD=$LIB SMCR_LOG=info timeout 60 "$probe" > "$WORK/smcrd.out" 2> "$WORK/smcrd-probe.err"
+	LD_PRELOAD=$PRELOAD SMCR_LOG=info timeout 60 "$probe" > "$WORK/smcrd.out" 2> "$WORK/smcrd-probe.err"
 	if diff -u "$WORK/plain.out" "$WORK/smcrd.out"; then
 		pass "identical output with smcrd running (the connection used by a forked child in turn)"
 	else
@@ -49,7 +49,7 @@ else
 fi
 
 # At the default log level the library prints nothing.
-LD_PRELOAD=$LIB timeout 60 "$probe" > /dev/null 2> "$WORK/quiet.err"
+LD_PRELOAD=$PRELOAD timeout 60 "$probe" > /dev/null 2> "$WORK/quiet.err"
 if [ -s "$WORK/quiet.err" ]; then fail "library printed at the default level: $(head -3 "$WORK/quiet.err")"; else pass "silent at the default log level"; fi
 
 # Every function named in real.h is exported, and nothing else.
