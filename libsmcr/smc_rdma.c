@@ -273,10 +273,15 @@ static int rdma_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_c
 	if (peer->smc_type != SMC_TYPE_R || peer->r.rmbe_size > SMC_RMB_MAX_CLASS_R)
 		return -EPROTO;
 	if (!rc->link) {
-		/* the client: the server connected the link before its Accept named it */
+		/*
+		 * The client: the server connected the link before its Accept
+		 * named it, and waits for our Confirm as long as for any CLC
+		 * message; our side of the link may lag that long on a loaded
+		 * host (our rdma_cm events are behind), so we wait as long.
+		 */
 		if ((err = sock_addr(conn->sock, true, &remote)) ||
 		    (err = smc_rdma_link_find((struct sockaddr *)&remote, peer->r.qpn,
-					      SMC_CLC_WAIT_SHORT_MS, &link)) ||
+					      SMC_CLC_WAIT_MS, &link)) ||
 		    (err = bind_link(conn, link)))
 			return err;
 	} else if (rc->info.peer_qpn != peer->r.qpn) {
