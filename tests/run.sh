@@ -4,7 +4,8 @@
 # Four builds: Release (everything, integration tests with real programs),
 # ASan+UBSan and TSan (the unit tests and the stress-like integration tests
 # under the sanitizers) and clang with libFuzzer
-# (the wire decoders fuzzed for 20 s each).  Then the Release build again in
+# (the wire decoders, smcrd's control requests and a connection's CDCs,
+# fuzzed for 20 s each).  Then the Release build again in
 # qemu guests with soft RDMA devices (tests/vm/run.sh, a few minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,8 +21,8 @@ cmake --build build-asan -j"$jobs"
 ctest --test-dir build-asan -L unit --output-on-failure
 
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DSMCR_FUZZ=ON > /dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_clc fuzz_cdc
-ctest --test-dir build-fuzz -L fuzz --output-on-failure
+cmake --build build-fuzz -j"$jobs" --target write_seeds fuzz_clc fuzz_cdc fuzz_control fuzz_cdc_seq
+ctest --test-dir build-fuzz -L fuzz --no-tests=error --output-on-failure
 
 ctest --test-dir build --output-on-failure -j"$jobs"
 
