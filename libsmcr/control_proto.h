@@ -166,20 +166,30 @@ union smcr_control_cmsg {
 	struct cmsghdr align;
 };
 
-/* Attaches fds[0..n-1] (n <= SMCR_CONTROL_MAX_FDS) to mh, in room. */
-static inline void smcr_control_attach_fds(struct msghdr *mh, union smcr_control_cmsg *room,
-					   const int *fds, size_t n)
+/*
+ * Attaches fds[0..n-1] to mh, in room: room_size bytes aligned as a struct
+ * cmsghdr, at least CMSG_SPACE(n * sizeof(int)) of them.
+ */
+static inline void smcr_control_put_fds(struct msghdr *mh, void *room, size_t room_size,
+					const int *fds, size_t n)
 {
 	if (!n)
 		return;
-	memset(room, 0, sizeof(*room));
-	mh->msg_control = room->buf;
+	memset(room, 0, room_size);
+	mh->msg_control = room;
 	mh->msg_controllen = CMSG_SPACE(n * sizeof(int));
 	struct cmsghdr *cm = CMSG_FIRSTHDR(mh);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(n * sizeof(int));
 	memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
+}
+
+/* Attaches fds[0..n-1] (n <= SMCR_CONTROL_MAX_FDS) to mh, in room. */
+static inline void smcr_control_attach_fds(struct msghdr *mh, union smcr_control_cmsg *room,
+					   const int *fds, size_t n)
+{
+	smcr_control_put_fds(mh, room->buf, sizeof(room->buf), fds, n);
 }
 
 /*

@@ -248,7 +248,8 @@ static ssize_t rx_recv_urgent(struct smc_conn *conn, const struct iovec *iov, in
 				*dst = (char)conn->st->rx_urg_byte;
 			if (!(flags & MSG_PEEK))
 				conn->st->rx_urg_state = SMC_URG_READ;
-			rc = 1;
+			/* no room: 0, not more than asked for; TCP too takes the byte all the same */
+			rc = smc_iov_total(iov, iovcnt) > 0;
 		}
 	}
 	smc_conn_unlock(conn);

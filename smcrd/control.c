@@ -27,6 +27,7 @@
 #include "closer.h"
 #include "conns.h"
 #include "control_proto.h"
+#include "control_request.h"
 #include "smcrd.h"
 #include "smcrd_log.h"
 
@@ -460,56 +461,6 @@ static bool all_arrived(struct smcr_control_msg *m, bool short_of_fds)
 	return !short_of_fds;
 }
 
-/*
- * Whether a request came with the descriptors its type takes: exactly those,
- * or fewer because we had no room for the rest (*short_of_fds: refused, not
- * held against the client).  cut: the kernel left some out.
- */
-static bool fds_fit(uint16_t type, size_t nin, bool cut, bool *short_of_fds)
-{
-	size_t want = type == SMCR_CONTROL_OFFER ? SMCRD_SHM_OFFER_FDS :
-		      type == SMCR_CONTROL_ATTACH || type == SMCR_CONTROL_RESUME ||
-		      type == SMCR_CONTROL_REGISTER || type == SMCR_CONTROL_WITHDRAW ? 1 : 0;
-	/* a process's statistics region, a withdrawing socket: optional */
-	size_t least = type == SMCR_CONTROL_REGISTER || type == SMCR_CONTROL_WITHDRAW ? 0 : want;
-
-	*short_of_fds = cut && nin < want;
-	return *short_of_fds || (!cut && nin >= least && nin <= want);
-}
-
-/* As many descriptors as one message can carry (the kernel's SCM_MAX_FD). */
-#define SCM_MAX_FD 253
-
-/*
- * Receives one request and the descriptors that came with it into
- * in[0 .. *nin-1], for the caller to close.  *cut: some more came than a
- * request carries (closed here, off the loop).  The room takes all a
- * message can carry: else the kernel would close the rest inside recvmsg(),
- * where a close that blocks (closer.h) would stall smcrd.
- */
-static ssize_t recv_request(const struct smcrd_client *c, struct smcr_control_msg *m, int *in,
-			    size_t *nin, bool *cut)
-{
-	union {
-		char buf[CMSG_SPACE(SCM_MAX_FD * sizeof(int))];
-		struct cmsghdr align;
-	} room;
-	struct iovec iov = { m, sizeof(*m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = room.buf, .msg_controllen = sizeof(room.buf) };
-	ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-
-	*nin = 0;
-	*cut = false;
-	if (n < 0)
-		return n;
-	size_t carried = smcr_control_take_fds(&mh, in, SMCR_CONTROL_MAX_FDS, smcrd_close_later);
-	*nin = carried < SMCR_CONTROL_MAX_FDS ? carried : SMCR_CONTROL_MAX_FDS;
-	*cut = (mh.msg_flags & MSG_CTRUNC) || carried > SMCR_CONTROL_MAX_FDS;
-	/* Longer than a request: malformed, not a request cut to size. */
-	return mh.msg_flags & MSG_TRUNC ? n + 1 : n;
-}
-
 /* What every reply says of the host: memory in use, max_memory, the transports allowed. */
 static void host_figures(const struct smcrd_control *ctl, const struct smcrd *d,
 			 struct smcr_control_msg *head, uint64_t limit)
@@ -619,12 +570,11 @@ static bool serve_request(struct smcrd_control *ctl, struct smcrd_client *c, str
 	int in[SMCR_CONTROL_MAX_FDS];
 	size_t nin;
 	bool cut, short_of_fds, ok;
-	ssize_t n = recv_request(c, &m, in, &nin, &cut);
+	ssize_t n = smcrd_request_recv(c->fd, &m, in, &nin, &cut);
 
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
-	if (n != sizeof(m) || m.version != SMCR_CONTROL_VERSION ||
-	    !fds_fit(m.type, nin, cut, &short_of_fds)) {
+	if (!smcrd_request_well_formed(&m, n, nin, cut, &short_of_fds)) {
 		if (n > 0)
 			smcrd_log(LOG_WARNING, "process %d (%s): malformed request (%zd bytes, "
 				  "%zu descriptors)", (int)c->pid, c->comm, n, nin);

@@ -4,7 +4,8 @@
 # Four builds: Release (everything, integration tests with real programs),
 # ASan+UBSan and TSan (the unit tests and the stress-like integration tests
 # under the sanitizers) and clang with libFuzzer
-# (the wire decoders fuzzed for 20 s each).  Then the Release build again in
+# (the wire decoders, smcrd's control requests and a connection's CDCs,
+# fuzzed for 20 s each).  Then the Release build again in
 # qemu guests with soft RDMA devices (tests/vm/run.sh, a few minutes).
 # Every stage runs even when an earlier one failed (a stage whose build
 # failed fails too); the end lists the failed stages, and the exit status
@@ -45,7 +46,7 @@ stage unit-asan ctest_in build-asan -L unit
 
 build_fuzz() {
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DSMCR_FUZZ=ON > /dev/null &&
-		cmake --build build-fuzz -j"$jobs" --target fuzz_clc fuzz_cdc
+		cmake --build build-fuzz -j"$jobs" --target write_seeds fuzz_clc fuzz_cdc fuzz_control fuzz_cdc_seq
 }
 stage build-fuzz build_fuzz
 stage fuzz ctest_in build-fuzz -L fuzz

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "golden_cdc.h"
 #include "smc_cdc.h"
 
 static const struct smc_cdc sample = {
@@ -15,18 +16,6 @@ static const struct smc_cdc sample = {
 	.cons = { .wrap = 0xf1f2, .count = 0x0000fff3u },
 	.prod_flags = SMC_CDC_WRITE_BLOCKED | SMC_CDC_CONS_UPDATE_REQ,
 	.conn_state_flags = SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_ABORT,
-};
-
-/* sample, byte for byte as RFC 7609 lays it out */
-static const uint8_t sample_wire[SMC_CDC_MSG_LEN] = {
-	0xfe, 44,				/* type, length */
-	0x12, 0x34,				/* seqno */
-	0xa1, 0xb2, 0xc3, 0xd4,			/* token */
-	0x00, 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, /* prod: reserved, wrap, count */
-	0x00, 0x00, 0xf1, 0xf2, 0x00, 0x00, 0xff, 0xf3, /* cons */
-	0x90,					/* write_blocked | cons_curs_upd_req */
-	0xa0,					/* peer_done_writing | peer_conn_abort */
-	/* 26..43 reserved, zero */
 };
 
 static void assert_cdc_equal(const struct smc_cdc *a, const struct smc_cdc *b)

@@ -704,6 +704,7 @@ static void urgent_child(struct smc_conn *conn, int sock)
 	CHECK(conn->st->peer_prod_flags & SMC_CDC_URG_DATA_PRESENT);
 	CHECK(conn->st->peer_prod_flags & SMC_CDC_URG_DATA_PENDING);
 	CHECK(smc_rx_readable(conn) == 3);	/* "abc": the urgent byte is not in the stream */
+	CHECK(recv_buf(conn, buf, 0, MSG_OOB | MSG_PEEK) == 0);	/* no room, no byte */
 	CHECK(recv_buf(conn, buf, 1, MSG_OOB | MSG_PEEK) == 1 && buf[0] == '!');
 	CHECK(recv_buf(conn, buf, 1, MSG_OOB) == 1 && buf[0] == '!');
 	CHECK(recv_buf(conn, buf, 1, MSG_OOB) == -EINVAL);
