@@ -1,4 +1,5 @@
 #!/bin/bash
+# variants: shm
 # iperf3.sh BUILD_DIR - iperf3 transfers 100 MiB (-n), client to server
 # (write), client to server with -Z (sendfile) and server to client (-R), once
 # plainly and once with client and server under libsmcr.so.  Both ends must

@@ -266,10 +266,20 @@ start_smcrd() {
 # with_smcrd PORTS MAX_MEMORY_MB: for the tests that run programs plainly and
 # under the preload: start_smcrd if SMCR_TEST_TRANSPORT is set (their
 # preloaded runs must then go over that transport: on_transport), nothing
-# otherwise (they stay on TCP, as they always have).  Returns 1 if it did
-# not start one.
+# otherwise (they stay on TCP, falling back with NODAEMON: the
+# pure-passthrough run).  Says so loudly, so that a log of the daemon-less
+# run is not mistaken for an SMC one: their header line "# variants: shm"
+# makes CTest run them again as integration.NAME-shm, with
+# SMCR_TEST_TRANSPORT=shm (tests/CMakeLists.txt).  Returns 1 if it did not
+# start one.
 with_smcrd() {
-	[ -n "${SMCR_TEST_TRANSPORT:-}" ] || return 1
+	local name
+	name=$(basename "$0" .sh)
+	if [ -z "${SMCR_TEST_TRANSPORT:-}" ]; then
+		echo "NOTE: no smcrd (SMCR_TEST_TRANSPORT unset): the preloaded runs stay on TCP," \
+			"falling back with NODAEMON; integration.$name-shm is the SMC run"
+		return 1
+	fi
 	start_smcrd "$@"
 	echo "smcrd: ip_addr_list $TEST_ADDR, transport $TEST_TRANSPORT"
 }
