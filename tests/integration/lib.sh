@@ -356,3 +356,25 @@ option_on_wire() {
 			 { for (i = 2; i <= NF; i++) hex = hex $i }
 		END	 { done(); print "SYN=" syn + 0 " SYN-ACK=" synack + 0 }'
 }
+
+# rmb_size [TRANSPORT]: the size in bytes of the largest RMB that libsmcr
+# gave a connection over TRANSPORT ($TEST_TRANSPORT) so far, from the RMB
+# histogram of `smcrctl stats --json`: what libsmcr allocated, whatever
+# rmb_size is set to; "none" if it gave none.
+rmb_size() {
+	"$BIN/smcrctl" stats --json | "$PY" -c '
+import json, sys
+rmbs = json.load(sys.stdin)["transports"][sys.argv[1]]["rmbs"]
+sizes = [int(k[:-3]) << (10 if k.endswith("KiB") else 20) for k, n in rmbs.items() if n]
+print(max(sizes) if sizes else "none")' "${1:-$TEST_TRANSPORT}"
+}
+
+# conn_field PID FIELD: FIELD (rmb_size, bytes_out, mode, ...) of process
+# PID's first open connection in `smcrctl conns --json`; "none" if it has
+# none, or that connection no such field.
+conn_field() {
+	"$BIN/smcrctl" conns --json --pid "$1" | "$PY" -c '
+import json, sys
+c = json.load(sys.stdin)
+print(c[0].get(sys.argv[1], "none") if c else "none")' "$2"
+}
