@@ -378,3 +378,9 @@ import json, sys
 c = json.load(sys.stdin)
 print(c[0].get(sys.argv[1], "none") if c else "none")' "$2"
 }
+
+# until_true CONDITION...: up to 5 s for the command CONDITION to succeed.
+until_true() {
+	for _ in $(seq 50); do "$@" && return 0; sleep 0.1; done
+	return 1
+}
