@@ -43,14 +43,15 @@ print(e["sum_sent"]["bytes"], r["bytes"], "%.1f" % (r["bits_per_second"] / 8 / 2
 # receiver stops counting (see below).  Over TCP, the kernel's largest send
 # and receive buffers (the limits of autotuning, tcp_wmem and tcp_rmem);
 # over the transport, the receiver's RMB, which the sender writes into
-# directly (over rdma, and the sender's staging buffer of the same size).
+# directly (over rdma, and the sender's staging buffer of the same size);
+# none if no RMB was given (on_transport says so).
 in_flight() {
 	local rmb
 	if [ "$1" = plain ] || [ "$daemon" = 0 ]; then
 		echo $(($(cut -f3 /proc/sys/net/ipv4/tcp_wmem) + $(cut -f3 /proc/sys/net/ipv4/tcp_rmem)))
 		return
 	fi
-	rmb=$(rmb_size)
+	rmb=$(rmb_size) || rmb=0
 	[ "$TEST_TRANSPORT" = rdma ] && rmb=$((2 * rmb))
 	echo "$rmb"
 }

@@ -360,13 +360,14 @@ option_on_wire() {
 # rmb_size [TRANSPORT]: the size in bytes of the largest RMB that libsmcr
 # gave a connection over TRANSPORT ($TEST_TRANSPORT) so far, from the RMB
 # histogram of `smcrctl stats --json`: what libsmcr allocated, whatever
-# rmb_size is set to; "none" if it gave none.
+# rmb_size is set to; "none" (and status 1) if it gave none.
 rmb_size() {
 	"$BIN/smcrctl" stats --json | "$PY" -c '
 import json, sys
 rmbs = json.load(sys.stdin)["transports"][sys.argv[1]]["rmbs"]
 sizes = [int(k[:-3]) << (10 if k.endswith("KiB") else 20) for k, n in rmbs.items() if n]
-print(max(sizes) if sizes else "none")' "${1:-$TEST_TRANSPORT}"
+print(max(sizes) if sizes else "none")
+sys.exit(not sizes)' "${1:-$TEST_TRANSPORT}"
 }
 
 # conn_field PID FIELD: FIELD (rmb_size, bytes_out, mode, ...) of process
