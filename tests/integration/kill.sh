@@ -75,7 +75,7 @@ transfer() {
 	if moving "$srv"; then
 		[ "$1" = plain ] || charged
 		if [ "$2" = server ]; then kill -9 "$srv"; survivor=$cli; else kill -9 "$cli"; survivor=$srv; fi
-		ended "$survivor"
+		ended "$survivor" 2> /dev/null          # no "Killed" from bash for the victim
 	fi
 	kill -9 "$srv" "$cli" 2> /dev/null
 	wait "$srv" "$cli" 2> /dev/null
