@@ -54,18 +54,18 @@ stage fuzz ctest_in build-fuzz -L fuzz
 stage tests ctest_in build -j"$jobs"
 
 # The integration tests that stress libsmcr hardest, again with the preload
-# built under ASan+UBSan.  The tests preload the ASan runtime in front of
-# it (lib.sh's $PRELOAD); smcr_run, which does not, needs ASan told not to
-# check that it comes first.
+# built under ASan+UBSan, most over shared memory with smcrd.  The tests
+# preload the ASan runtime in front of it (lib.sh's $PRELOAD); smcr_run,
+# which does not, needs ASan told not to check that it comes first.
 stage integration-asan env ASAN_OPTIONS=verify_asan_link_order=0 \
 	ctest --test-dir build-asan --no-tests=error --output-on-failure \
-	-R 'integration\.(transparency|fork|stress|handover)$'
+	-R 'integration\.(transparency|fork|stress|handover|kill|budget|(fork|socat|redis|iperf3|sockperf)-shm)$'
 
 # And under ThreadSanitizer: the unit tests, and the integration tests whose
 # programs are ours (TSan must be in the program: python or socat cannot
 # load a TSan libsmcr).
 stage build-tsan build build-tsan -DCMAKE_BUILD_TYPE=Debug -DSMCR_TSAN=ON
-stage tsan ctest_in build-tsan -R '^unit\.|integration\.(transparency|fork|stress)$'
+stage tsan ctest_in build-tsan -R '^unit\.|integration\.(transparency|fork|fork-shm|stress)$'
 
 stage vm tests/vm/run.sh build
 

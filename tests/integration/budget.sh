@@ -6,7 +6,8 @@
 # holds them all open.  Exactly as many go over $SMCR_TEST_TRANSPORT
 # (lib.sh) as the budget holds - both ends' buffers: the RMB with its
 # control page, and over rdma the staging buffer each end writes from -
-# the others fall back to TCP with MEM, and every echo is byte-exact.
+# the others fall back to TCP with MEM, and every echo is byte-exact.  The
+# RMB size is what libsmcr gave (smcrctl stats), not assumed.
 # Memory in use is what those hold, no more (a fallen-back end gives its
 # buffer back at once); once the client closes them all
 # (the server still up), everything is back, and a new connection goes over
@@ -16,9 +17,6 @@ start_smcrd 19401 2
 allow_log "no RDMA for the connection: Cannot allocate memory"     # max_memory reached, on purpose
 CONNS=5
 LIMIT=$((2 * 1024 * 1024))
-PER_END=$((4096 + 262144))
-[ "$TEST_TRANSPORT" = rdma ] && PER_END=$((PER_END + 262144))
-FIT=$((LIMIT / (2 * PER_END)))
 
 cat > "$WORK/server.py" <<'EOF'
 import socket, sys, threading
@@ -77,6 +75,12 @@ mkfifo "$WORK/hold"
 cli=$!
 for _ in $(seq 300); do grep -q "all open" "$WORK/client.out" 2>/dev/null && break; sleep 0.1; done
 expect_eq "echoes byte-exact" "$(grep -c 'echo exact' "$WORK/client.out")" "$CONNS"
+# What one end holds: the RMB with its control page (and over rdma the
+# staging buffer, of the RMB's size); how many connections' two ends fit.
+rmb=$(rmb_size) || { fail "smcrctl stats --json: no $TEST_TRANSPORT RMB"; finish; }
+PER_END=$((4096 + rmb))
+[ "$TEST_TRANSPORT" = rdma ] && PER_END=$((PER_END + rmb))
+FIT=$((LIMIT / (2 * PER_END)))
 # exactly the connections on the transport hold memory: a fallen-back
 # end's buffer goes back at once, whichever end was refused
 expect_eq "memory in use (max_memory $LIMIT)" "$(stats_counter in_use)" $((FIT * 2 * PER_END))

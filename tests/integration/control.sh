@@ -119,8 +119,11 @@ expect_eq "malformed requests get the connection closed" "$?" 0
 if kill -0 "$daemon" && status > /dev/null; then pass "smcrd still serves after malformed requests"; else fail "smcrd died"; fi
 
 # A descriptor whose close() blocks (a TCP socket lingering on unsent data),
-# handed to smcrd in a request: smcrd must go on answering.
+# handed to smcrd in a request: smcrd must go on answering.  smcrd is
+# stopped until the sender has closed its copy, so that smcrd's close is the
+# last, the one that lingers (else it may be the sender's).
 version=$(sed -n 's/^#define SMCR_CONTROL_VERSION \([0-9]*\).*/\1/p' "$(dirname "$0")/../../libsmcr/control_proto.h")
+kill -STOP "$daemon"
 "$PY" - "$SMCR_RUNDIR/smcrd.sock" "$version" > "$WORK/linger.out" << 'PY' &
 import array, socket, struct, sys, time
 listener = socket.create_server(("127.0.0.1", 0))           # never reads, stays
@@ -138,15 +141,21 @@ grant = bytearray(272)
 grant[0:2] = int(sys.argv[2]).to_bytes(2, "little")         # version
 grant[2:4] = (2).to_bytes(2, "little")                       # GRANT: carries no descriptor
 ctl.sendmsg([bytes(grant)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [tcp.fileno()]))])
+port = tcp.getsockname()[1]
 tcp.close()                                                  # smcrd holds the last reference
 ctl.close()
-print("sent", flush=True)
+print("sent", port, flush=True)
 time.sleep(20)
 PY
 linger=$!
 BG_PIDS+=($linger)
 wait_for "$WORK/linger.out" sent || fail "the lingering socket was not handed over"
-sleep 0.5
+kill -CONT "$daemon"
+# smcrd has closed it: the connection leaves ESTABLISHED (for FIN-WAIT-1 behind its unsent data).
+port=$(sed -n 's/^sent //p' "$WORK/linger.out")
+closed() { [ -z "$(ss -Htn state established "sport = :$1")" ]; }
+until_true closed "${port:-0}" ||
+	fail "smcrd did not close the lingering socket: $(ss -Htn "sport = :${port:-0}")"
 out=$(timeout 10 "$BIN/smcrctl" status 2>&1)
 if grep -q "running (pid $daemon)" <<< "$out"; then pass "smcrd answers after being handed a lingering socket"; else fail "smcrd stuck: $out"; fi
 kill "$linger"; wait "$linger" 2> /dev/null
@@ -168,7 +177,7 @@ for _ in range(20):
 time.sleep(2)
 PY
 flood=$!
-sleep 1.5
+sleep 1.5                       # a window to measure smcrd's CPU time in, not a wait for an event
 after=$(cpu)
 if [ $((after - before)) -lt 50 ]; then pass "out of descriptors: smcrd idle ($((after - before)) ticks in 1.5 s)"; else fail "smcrd spun: $((after - before)) ticks in 1.5 s"; fi
 grep -q "out of descriptors: a process could not register" "$WORK/smcrd.err" &&

@@ -1,4 +1,5 @@
 #!/bin/bash
+# variants: shm
 # fork.sh BUILD_DIR - servers that fork after accept: socat with fork and
 # EXEC:cat (inetd style: the child relays, its child execs cat) and python3's
 # socketserver.ForkingTCPServer echo server; and a pre-forked python server

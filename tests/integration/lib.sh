@@ -385,10 +385,20 @@ start_smcrd() {
 # with_smcrd PORTS MAX_MEMORY_MB: for the tests that run programs plainly and
 # under the preload: start_smcrd if SMCR_TEST_TRANSPORT is set (their
 # preloaded runs must then go over that transport: on_transport), nothing
-# otherwise (they stay on TCP, as they always have).  Returns 1 if it did
-# not start one.
+# otherwise (they stay on TCP, falling back with NODAEMON: the
+# pure-passthrough run).  Says so loudly, so that a log of the daemon-less
+# run is not mistaken for an SMC one: their header line "# variants: shm"
+# makes CTest run them again as integration.NAME-shm, with
+# SMCR_TEST_TRANSPORT=shm (tests/CMakeLists.txt).  Returns 1 if it did not
+# start one.
 with_smcrd() {
-	[ -n "${SMCR_TEST_TRANSPORT:-}" ] || return 1
+	local name
+	name=$(basename "$0" .sh)
+	if [ -z "${SMCR_TEST_TRANSPORT:-}" ]; then
+		echo "NOTE: no smcrd (SMCR_TEST_TRANSPORT unset): the preloaded runs stay on TCP," \
+			"falling back with NODAEMON; integration.$name-shm is the SMC run"
+		return 1
+	fi
 	start_smcrd "$@"
 	echo "smcrd: ip_addr_list $TEST_ADDR, transport $TEST_TRANSPORT"
 }
@@ -476,4 +486,33 @@ option_on_wire() {
 			   kind = substr($0, RSTART + 7, RLENGTH - 8); hex = ""; next }
 			 { for (i = 2; i <= NF; i++) hex = hex $i }
 		END	 { done(); print "SYN=" syn + 0 " SYN-ACK=" synack + 0 }'
+}
+
+# rmb_size [TRANSPORT]: the size in bytes of the largest RMB that libsmcr
+# gave a connection over TRANSPORT ($TEST_TRANSPORT) so far, from the RMB
+# histogram of `smcrctl stats --json`: what libsmcr allocated, whatever
+# rmb_size is set to; "none" (and status 1) if it gave none.
+rmb_size() {
+	"$BIN/smcrctl" stats --json | "$PY" -c '
+import json, sys
+rmbs = json.load(sys.stdin)["transports"][sys.argv[1]]["rmbs"]
+sizes = [int(k[:-3]) << (10 if k.endswith("KiB") else 20) for k, n in rmbs.items() if n]
+print(max(sizes) if sizes else "none")
+sys.exit(not sizes)' "${1:-$TEST_TRANSPORT}"
+}
+
+# conn_field PID FIELD: FIELD (rmb_size, bytes_out, mode, ...) of process
+# PID's first open connection in `smcrctl conns --json`; "none" if it has
+# none, or that connection no such field.
+conn_field() {
+	"$BIN/smcrctl" conns --json --pid "$1" | "$PY" -c '
+import json, sys
+c = json.load(sys.stdin)
+print(c[0].get(sys.argv[1], "none") if c else "none")' "$2"
+}
+
+# until_true CONDITION...: up to 5 s for the command CONDITION to succeed.
+until_true() {
+	for _ in $(seq 50); do "$@" && return 0; sleep 0.1; done
+	return 1
 }

@@ -8,8 +8,9 @@
 # advice).  Root (smcrd loads a BPF program).
 #
 #   A. a python client under the preload sends 1 MiB to a python server
-#      that waits 1.5 s before it reads: the 256 KiB ring fills (buffer full
-#      on both sides), four wraps of the cursors
+#      that waits 1.5 s before it reads (a deliberate pause): the ring
+#      fills (buffer full on both sides), the cursors wrap (four times with
+#      256 KiB RMBs: the RMB size is read from smcrctl stats, not assumed)
 #   B. socat echo on a port outside port_range_list: TCP, reason POLICY
 #   K. a client on shm killed with SIGKILL: its records go, its bytes stay
 . "$(dirname "$0")/lib.sh" "$1"
@@ -65,6 +66,11 @@ start_bg a-client smcr "$PY" "$WORK/client.py" 17600 $MIB "$WORK/done-a"
 CLI=$LAST_PID
 wait_for "$WORK/a-server.out" "^$MIB\$" || fail "the server did not read 1 MiB: $(cat "$WORK/a-server.out")"
 wait_for "$WORK/a-client.out" sent || fail "the client did not finish sending"
+# The RMB libsmcr gave the two ends (whatever rmb_size is set to), its
+# histogram column's name, and where a cursor is after N bytes.
+RMB=$(rmb_size shm) || { fail "smcrctl stats --json: no shm RMB"; finish; }
+if [ "$RMB" -ge "$MIB" ]; then RMB_NAME=$((RMB / MIB))MiB; else RMB_NAME=$((RMB / 1024))KiB; fi
+cursor() { printf '%04x:%08x' $(($1 / RMB)) $(($1 % RMB)); }
 
 ctl conns > "$WORK/conns.txt"
 cat "$WORK/conns.txt"
@@ -72,12 +78,12 @@ expect_eq "conns: two lines on port 17600" "$(grep -c ':17600 ' "$WORK/conns.txt
 expect_eq "conns --mode shm --port 17600" "$(ctl conns --mode shm --port 17600 | tail -n +2 | wc -l)" 2
 expect_eq "conns --mode tcp --port 17600" "$(ctl conns --mode tcp --port 17600 | tail -n +2 | wc -l)" 0
 expect_eq "conns --pid (client)" "$(ctl conns --pid "$CLI" | tail -n +2 | awk '{print $1, $6, $7}')" "$CLI shm ACTIVE"
-expect_eq "conns: client: RMBs, tx_prep after 4 wraps, bytes out" \
+expect_eq "conns: client: RMBs, tx_prep after $((MIB / RMB)) wraps, bytes out" \
 	"$(conns_json "[(x['rmb_size'], x['peer_rmb_size'], x['tx_prep'], x['bytes_out']) for x in c]" --pid "$CLI")" \
-	"[(262144, 262144, '0004:00000000', $MIB)]"
-expect_eq "conns: server: rx_prod, rx_cons after 4 wraps, bytes in" \
+	"[($RMB, $RMB, '$(cursor $MIB)', $MIB)]"
+expect_eq "conns: server: rx_prod, rx_cons after $((MIB / RMB)) wraps, bytes in" \
 	"$(conns_json "[(x['role'], x['rx_prod'], x['rx_cons'], x['bytes_in']) for x in c]" --pid "$SRV")" \
-	"[('server', '0004:00000000', '0004:00000000', $MIB)]"
+	"[('server', '$(cursor $MIB)', '$(cursor $MIB)', $MIB)]"
 expect_at_least "conns: client found the peer's RMB full" \
 	"$(conns_json "c[0]['buffer_full_remote']" --pid "$CLI")" 1
 expect_at_least "conns: the server's RMB filled up" "$(conns_json "c[0]['buffer_full_local']" --pid "$SRV")" 1
@@ -86,7 +92,9 @@ ctl stats -d > "$WORK/stats-open.txt"
 cat "$WORK/stats-open.txt"
 line() { grep -qE "$2" "$1" && pass "$3" || fail "$3 (no line matching '$2' in $(basename "$1"))"; }
 line "$WORK/stats-open.txt" "^  Open now: +2\$" "text: 2 open now"
-line "$WORK/stats-open.txt" "^ +0 +0 +0 +0 +2 +0 +0\$" "text: histogram: two 256 KiB RMBs"
+# The histogram's row: 2 in the RMB's column, 0 in the others (from --json's).
+row=$(json "' +'.join('2' if k == '$RMB_NAME' else '0' for k in j['transports']['shm']['rmbs'])")
+line "$WORK/stats-open.txt" "^ +$row\$" "text: histogram: two $RMB_NAME RMBs"
 line "$WORK/stats-open.txt" "^  shm +1 +1 +0 +$MIB +$MIB " "text -d: shm row: 1 client, 1 server, bytes each way"
 line "$WORK/stats-open.txt" "^  rdma +0 +0 +0 +0 +0 " "text -d: rdma row, empty (both ends on this host)"
 line "$WORK/stats-open.txt" "^RDMA links" "text -d: the RDMA links section"
@@ -95,7 +103,8 @@ expect_eq "json: rdma available, its links" \
 	"$(json "(j['transports']['rdma']['available'], j['transports']['rdma']['links_up'], j['transports']['rdma']['wc_recv'])")" \
 	"(True, 0, 0)"
 line "$WORK/stats-open.txt" "^ +$SRV python3 +1 +1 +1 " "text -d: the server's process row (1 open, peak 1, 1 SMC)"
-expect_eq "json: open now, RMB histogram 256KiB" "$(json "(j['connections']['open'], j['transports']['shm']['rmbs']['256KiB'])")" "(2, 2)"
+expect_eq "json: open now, RMB histogram" \
+	"$(json "(j['connections']['open'], {k: n for k, n in j['transports']['shm']['rmbs'].items() if n})")" "(2, {'$RMB_NAME': 2})"
 expect_at_least "json: buffer full, remote" "$(json "j['data']['buffer_full_remote']")" 1
 expect_at_least "json: buffer full, local" "$(json "j['data']['buffer_full_local']")" 1
 expect_eq "json: average send over SMC (one send call of 1 MiB)" "$(json "j['data']['smc_avg_send']")" $MIB
@@ -135,7 +144,8 @@ expect_eq "conns json: modes, reasons, bytes in/out" \
 	"[('client', 'TCP', 'POLICY', '0x03000200', 1000, 1000), ('server', 'TCP', 'POLICY', '0x03000200', 1000, 1000)]"
 touch "$WORK/done-b"
 stop_bg "$BCLI" -
-sleep 0.5                       # socat's child goes once its peer has
+gone() { [ "$(ctl conns --port "$1" | tail -n +2 | wc -l)" = 0 ]; }
+until_true gone 17650           # the server's end closes once it has read the client's EOF
 expect_eq "conns: nothing on 17650 once closed" "$(ctl conns --port 17650 | tail -n +2 | wc -l)" 0
 expect_eq "json: TCP bytes in/out exact (both ends)" \
 	"$(json "(j['data']['tcp_bytes_in'], j['data']['tcp_bytes_out'])")" "(2000, 2000)"
@@ -152,10 +162,7 @@ KCLI=$LAST_PID
 wait_for "$WORK/k-client.out" "echoed 1000" || fail "echo on 17601: $(cat "$WORK/k-client.out")"
 expect_eq "conns: the client to be killed, on shm" "$(ctl conns --pid "$KCLI" --mode shm | tail -n +2 | wc -l)" 1
 kill -9 "$KCLI"
-for _ in $(seq 50); do
-	[ "$(ctl conns --port 17601 | tail -n +2 | wc -l)" = 0 ] && break
-	sleep 0.1
-done
+until_true gone 17601
 expect_eq "conns after SIGKILL: nothing on 17601 (the killer's records dropped, the server's closed)" \
 	"$(ctl conns --port 17601 | tail -n +2 | wc -l)" 0
 expect_eq "json: shm bytes in/out include the killed client's and its server's" \

@@ -1,4 +1,5 @@
 #!/bin/bash
+# variants: shm
 # redis.sh BUILD_DIR - redis-server (epoll event loop) driven by redis-benchmark
 # (20 parallel connections, INCR/SET/GET/LPUSH), once plainly and once with
 # both under libsmcr.so.  The data must be identical: the INCR counter and the

@@ -53,11 +53,6 @@ fds() {
 }
 base=$(ls "/proc/$daemon/fd" | wc -l)
 
-# until CONDITION...: up to 5 s for it to hold.
-until_true() {
-	for _ in $(seq 50); do "$@" && return 0; sleep 0.1; done
-	return 1
-}
 buffers_are() { status | grep -q "^buffers: *$1$"; }
 memory_is() { status | grep -q "^memory: *$1 MiB"; }
 

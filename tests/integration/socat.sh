@@ -1,4 +1,5 @@
 #!/bin/bash
+# variants: shm
 # socat.sh BUILD_DIR - a 20 MiB random file sent through socat (client reads the
 # file and writes to TCP, server reads TCP and writes a file) in four
 # combinations: both plain, both under libsmcr.so, and each side alone under

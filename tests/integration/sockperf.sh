@@ -1,4 +1,5 @@
 #!/bin/bash
+# variants: shm
 # sockperf.sh BUILD_DIR - sockperf over TCP: ping-pong (14-byte messages, server
 # multiplexing with poll) and throughput (65000-byte messages, server with
 # epoll), two seconds each, once plainly and once with client and server

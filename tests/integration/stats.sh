@@ -135,7 +135,9 @@ for _ in $(seq $N); do
 		2> "$(mktemp "$WORK/b3.client.XXXXXX.err")")
 	[ "$got" = hello ] || fail "socat echo: '$got'"
 done
-sleep 0.5                       # the last child is gone once its peer is
+# The last child is gone once its peer is: only the listener is registered.
+listener_only() { [ "$(json "j['processes']['registered']")" = 1 ]; }
+until_true listener_only
 expect_eq "socat: TCP servers (parent's accepts), clients" \
 	"$(json "(j['connections']['tcp_servers'], j['connections']['tcp_clients'])")" "($N, $N)"
 expect_eq "socat: outcomes as the ends recorded them" "$(counted)" "$(outcomes)"

@@ -6,13 +6,15 @@
 # tests/progs/stress is an echo server and a client whose connections each
 # send a pseudo-random stream of up to 1 MiB in pieces of 1 byte to 256 KiB
 # (write, send, writev, sendmsg, MSG_MORE), half-close, and check every byte
-# of the echo (read, recv, readv, recvmsg, MSG_WAITALL, MSG_PEEK); one
+# of the echo (read, recv, readv, recvmsg, MSG_WAITALL, MSG_PEEK; a blocking
+# MSG_WAITALL must return all it asked for unless the echo ends first); one
 # connection in 8 closes early instead, a reset for the server.  200
 # connections, 16 at a time:
 #   plain TCP, server epoll
 #   under the preload with a private smcrd, once per server I/O model
-#   (blocking, poll, epoll, epollet), each with another client model; one
-#   over ::1 (over $SMCR_TEST_ADDR too, if that is not loopback)
+#   (blocking, poll, select, epoll, epollet), each with another client model
+#   but select (select on both sides); one over ::1 (over $SMCR_TEST_ADDR
+#   too, if that is not loopback)
 # Each run: both exit 0 and agree on connections, early closes (resets) and
 # bytes.  Under the preload: libsmcr saw every connection, and smcrctl stats
 # --json shows that each negotiated SMC (smc_clients, smc_servers) and took
@@ -111,6 +113,7 @@ else                                    # ::1 cannot reach an RDMA device
 fi
 run smcr epoll blocking 17502
 run smcr epollet poll 17503
+run smcr select select 17504
 
 kill -0 "$SMCRD_PID" 2> /dev/null && pass "smcrd still running" || fail "smcrd died: $(cat "$WORK/smcrd.err")"
 stop_bg "$SMCRD_PID" TERM 10

@@ -20,9 +20,11 @@
  *       saying where.
  *
  * MODEL: blocking (server: a thread per connection; client: a thread per
- * direction), poll, epoll (level-triggered) or epollet (edge-triggered, each
- * registration EPOLLONESHOT and re-armed with EPOLL_CTL_MOD after its event;
- * read and write until EAGAIN).  Either side fails instead of hanging after
+ * direction), poll, select, epoll (level-triggered) or epollet
+ * (edge-triggered, each registration EPOLLONESHOT and re-armed with
+ * EPOLL_CTL_MOD after its event; read and write until EAGAIN).  A blocking
+ * recv(MSG_WAITALL) must return all it asked for, unless the stream ends
+ * first.  Either side fails instead of hanging after
  * --timeout seconds (120).
  *
  * A connection's stream is a function of its seed and the offset (splitmix64
@@ -44,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -53,8 +56,8 @@
 #define ECHO_BUF (128 * 1024)   /* the server's buffer per connection */
 #define GOLDEN 0x9e3779b97f4a7c15ULL
 
-enum io { IO_BLOCKING, IO_POLL, IO_EPOLL, IO_EPOLLET, IO_MODELS };
-static const char *const io_names[IO_MODELS] = { "blocking", "poll", "epoll", "epollet" };
+enum io { IO_BLOCKING, IO_POLL, IO_SELECT, IO_EPOLL, IO_EPOLLET, IO_MODELS };
+static const char *const io_names[IO_MODELS] = { "blocking", "poll", "select", "epoll", "epollet" };
 
 static struct {
 	const char *role;       /* "server" or "client" */
@@ -70,7 +73,7 @@ static const char usage[] =
 	"usage: stress server PORT --conns N [--io=MODEL] [--v6 | --addr A] [--timeout S]\n"
 	"       stress client PORT --conns N --parallel P --max-bytes M --seed S\n"
 	"                          [--io=MODEL] [--v6 | --addr A] [--timeout S]\n"
-	"MODEL: blocking (default), poll, epoll, epollet\n";
+	"MODEL: blocking (default), poll, select, epoll, epollet\n";
 
 static pthread_mutex_t die_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -341,6 +344,12 @@ static ssize_t recv_piece(struct conn *c)
 		break;
 	case RX_WAITALL:
 		n = recv(c->fd, c->rbuf, len, MSG_WAITALL);
+		/* Blocking, it waits for all of len, unless the stream ends
+		 * first (nonblocking, it returns what there is). */
+		if (opt.io == IO_BLOCKING && n >= 0 && (size_t)n < len && c->checked + (uint64_t)n < c->p.len)
+			die("connection %u: recv(MSG_WAITALL) of %zu bytes at offset %llu returned %zd, "
+			    "with %llu more to come", c->p.idx, len, (unsigned long long)c->checked, n,
+			    (unsigned long long)(c->p.len - c->checked - (uint64_t)n));
 		break;
 	default:
 		n = recv(c->fd, c->pbuf, len, MSG_PEEK);
@@ -366,12 +375,47 @@ static int connect_to(bool nonblocking)
 	return fd;
 }
 
+static bool epolled(void)
+{
+	return opt.io == IO_EPOLL || opt.io == IO_EPOLLET;
+}
+
+/* poll(pfd, n, -1), through select() with --io=select (POLLIN and POLLOUT
+ * only, which is all that is asked for here). */
+static void wait_fds(struct pollfd *pfd, nfds_t n)
+{
+	fd_set in, out;
+	int max = -1;
+
+	if (opt.io != IO_SELECT) {
+		if (poll(pfd, n, -1) < 0)
+			die("poll: %m");
+		return;
+	}
+	FD_ZERO(&in);
+	FD_ZERO(&out);
+	for (nfds_t i = 0; i < n; i++) {
+		if (pfd[i].fd >= FD_SETSIZE)
+			die("select: descriptor %d, FD_SETSIZE %d", pfd[i].fd, FD_SETSIZE);
+		if (pfd[i].events & POLLIN)
+			FD_SET(pfd[i].fd, &in);
+		if (pfd[i].events & POLLOUT)
+			FD_SET(pfd[i].fd, &out);
+		if (pfd[i].fd > max)
+			max = pfd[i].fd;
+	}
+	if (select(max + 1, &in, &out, NULL, NULL) < 0)
+		die("select: %m");
+	for (nfds_t i = 0; i < n; i++)
+		pfd[i].revents = (short)((FD_ISSET(pfd[i].fd, &in) ? POLLIN : 0) |
+					 (FD_ISSET(pfd[i].fd, &out) ? POLLOUT : 0));
+}
+
 static void wait_for(int fd, short events)
 {
 	struct pollfd p = { .fd = fd, .events = events };
 
-	if (poll(&p, 1, -1) < 0)
-		die("poll: %m");
+	wait_fds(&p, 1);
 }
 
 static void *send_all(void *arg)
@@ -411,7 +455,7 @@ static void wait_ready(int epfd, struct conn *c, bool out)
 	struct epoll_event ev;
 	uint32_t want = EPOLLIN | (out ? EPOLLOUT : 0);
 
-	if (opt.io == IO_POLL) {
+	if (!epolled()) {
 		wait_for(c->fd, (short)(POLLIN | (out ? POLLOUT : 0)));
 		return;
 	}
@@ -428,14 +472,14 @@ static void wait_ready(int epfd, struct conn *c, bool out)
 		die("epoll_wait: %m");
 }
 
-/* poll, epoll, epollet: one nonblocking socket, sending and receiving each
+/* poll, select, epoll, epollet: one nonblocking socket, sending and receiving each
  * until EAGAIN at every wake-up. */
 static void run_evented(int epfd, struct conn *c)
 {
 	bool connected = false, sending = true;
 
 	c->fd = connect_to(true);
-	if (opt.io != IO_POLL) {
+	if (epolled()) {
 		c->interest = EPOLLIN | EPOLLOUT | (opt.io == IO_EPOLLET ? EPOLLET | EPOLLONESHOT : 0);
 		struct epoll_event ev = { .events = c->interest, .data.fd = c->fd };
 
@@ -481,7 +525,7 @@ eof:
 	if (sending)
 		die("connection %u: EOF at offset %llu while still sending", c->p.idx,
 		    (unsigned long long)c->checked);
-	if (opt.io != IO_POLL && epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL) < 0)
+	if (epolled() && epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL) < 0)
 		die("epoll_ctl(DEL): %m");
 }
 
@@ -522,7 +566,7 @@ static void *client_worker(void *arg)
 	(void)arg;
 	if (!bufs)
 		die("out of memory");
-	if (opt.io == IO_EPOLL || opt.io == IO_EPOLLET) {
+	if (epolled()) {
 		epfd = epoll_create1(EPOLL_CLOEXEC);
 		if (epfd < 0)
 			die("epoll_create1: %m");
@@ -747,6 +791,7 @@ static unsigned int accept_waiting(int lfd, unsigned int *accepted, struct echo 
 	return n;
 }
 
+/* poll or select */
 static void serve_poll(int lfd)
 {
 	struct echo **conns = calloc(opt.conns, sizeof(*conns));
@@ -767,8 +812,7 @@ static void serve_poll(int lfd)
 				.events = (short)((wants_in(conns[i]) ? POLLIN : 0) |
 						  (wants_out(conns[i]) ? POLLOUT : 0)),
 			};
-		if (poll(pfd, n, -1) < 0)
-			die("poll: %m");
+		wait_fds(pfd, n);
 		/* Downwards, so that the last connection, moved into a finished
 		 * one's place, has been seen already. */
 		for (unsigned int i = active; i-- > 0;) {
@@ -865,7 +909,7 @@ static void server(void)
 		die("listen on port %u: %m", opt.port);
 	if (opt.io == IO_BLOCKING)
 		serve_blocking(lfd);
-	else if (opt.io == IO_POLL)
+	else if (!epolled())
 		serve_poll(lfd);
 	else
 		serve_epoll(lfd);

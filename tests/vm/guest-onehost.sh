@@ -16,6 +16,8 @@
 #     connections under the preload must go over DEVICE through the RDMA
 #     transport, counted as such by smcrctl stats; with smaller sizes than on
 #     a real CPU (RDMA_SIZES below: TCG moves 10-50 MB/s over rxe or siw).
+#     A TEST named NAME-shm runs NAME.sh with SMCR_TEST_TRANSPORT=shm, as
+#     CTest's integration.NAME-shm does (smcrd runs, on loopback).
 . "$(dirname "$0")/guest-lib.sh"
 build=${1:?usage: $0 BUILD_DIR DEVICE ADDR TEST...} dev=${2:?} addr=${3:?}
 shift 3
@@ -56,18 +58,20 @@ perf ib_write_lat 65536 500
 perf ib_write_lat 8 2000
 perf ib_send_lat 44 2000	# a CDC: with a WRITE, what RFC 7609 sends per message
 
-# integration NAME [VAR=VALUE...]: tests/integration/NAME.sh (NAME-rdma:
-# NAME.sh over RDMA, see above) with these variables; the scratch directory
+# integration NAME [VAR=VALUE...]: tests/integration/NAME.sh (NAME-rdma,
+# NAME-shm: NAME.sh over RDMA or shm, see above) with these variables; the scratch directory
 # it keeps when it fails is copied to /out/NAME-work (without its .bin data
 # files).
 RDMA_SIZES=(STRESS_CONNS=48 STRESS_MAX_BYTES=262144 SOCAT_MIB=8 IPERF3_MIB=16 REDIS_N=2000 KILL_SECS=30)
 integration() {
 	local name=$1 test=$1 kept
 	shift
-	if [ "$name" != "${name%-rdma}" ]; then
-		test=${name%-rdma}
-		set -- SMCR_TEST_ADDR="$addr" SMCR_TEST_TRANSPORT=rdma "${RDMA_SIZES[@]}" "$@"
-	fi
+	case $name in
+		*-rdma) test=${name%-rdma}
+			set -- SMCR_TEST_ADDR="$addr" SMCR_TEST_TRANSPORT=rdma "${RDMA_SIZES[@]}" "$@" ;;
+		*-shm) test=${name%-shm}
+			set -- SMCR_TEST_TRANSPORT=shm "$@" ;;
+	esac
 	check "$name" 500 env "$@" "$REPO/tests/integration/$test.sh" "$build" && return
 	kept=$(sed -n 's/^(kept \(.*\) for inspection)$/\1/p' "/out/$name.log")
 	[ -d "$kept" ] || return 0

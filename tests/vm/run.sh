@@ -6,9 +6,10 @@
 # built on the host:
 #   rxe    one guest with Soft-RoCE: the device works (ibv_devices,
 #          ib_write_bw and ib_write_lat at 64 KiB and at a small size), then
-#          the integration tests socat.sh, stress.sh, negotiation_wire.sh and
-#          shm_broker.sh (smcrd's BPF program and libsmcr on the guest's
-#          kernel), then redis.sh, iperf3.sh, sockperf.sh, stress.sh,
+#          the integration tests socat.sh over shm (socat-shm: with smcrd, as
+#          CTest's integration.socat-shm; without SMCR_TEST_TRANSPORT it
+#          starts none), stress.sh, negotiation_wire.sh and shm_broker.sh
+#          (smcrd's BPF program and libsmcr on the guest's kernel), then redis.sh, iperf3.sh, sockperf.sh, stress.sh,
 #          socat.sh, fork.sh and kill.sh over the RDMA transport (NAME-rdma: on the
 #          veth's address, smcrd with shm = 0; guest-onehost.sh);
 #   siw    the same with Soft-iWARP, without negotiation_wire.sh and
@@ -57,8 +58,8 @@ onehost() {
 	echo "vm: $driver guest done ($((SECONDS - t0)) s)"
 }
 rdma_tests=(redis-rdma iperf3-rdma sockperf-rdma stress-rdma socat-rdma fork-rdma kill-rdma budget-rdma)
-onehost rxe socat stress negotiation_wire shm_broker "${rdma_tests[@]}"
-onehost siw socat stress "${rdma_tests[@]}"
+onehost rxe socat-shm stress negotiation_wire shm_broker "${rdma_tests[@]}"
+onehost siw socat-shm stress "${rdma_tests[@]}"
 
 # Two guests, their NICs joined by qemu's UDP socket backend (two host ports
 # on 127.0.0.1): unlike the TCP one, it adds no Nagle/delayed-ACK waits
