@@ -35,9 +35,9 @@ run_mode smcr timeout 120 redis-benchmark -p 17201 -c 50 -n 20000 -t set,get -q 
 expect_eq "redis-benchmark exit status" "$?" 0
 grep -q 'GET: ' "$WORK/redis-bench.out" && pass "redis-benchmark: $(tr '\r' '\n' < "$WORK/redis-bench.out" | grep -E '^(SET|GET)' | tr '\n' ' ')" ||
 	fail "redis-benchmark printed no result"
-run_mode smcr redis-cli -p 17201 set smcr-key "$want" > /dev/null 2>&1
+run_mode smcr timeout 30 redis-cli -p 17201 set smcr-key "$want" > /dev/null 2>&1
 expect_eq "redis-cli: the value set comes back" \
-	"$(run_mode smcr redis-cli -p 17201 get smcr-key 2> /dev/null)" "$want"
+	"$(run_mode smcr timeout 30 redis-cli -p 17201 get smcr-key 2> /dev/null)" "$want"
 stop_bg "$srv"
 expect_eq "redis-server: exit status on SIGTERM" "$?" 0
 on_transport redis 50 100000
@@ -94,7 +94,7 @@ start_bg nginx smcr nginx -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log"
 srv=$LAST_PID
 wait_listen 17204 "$srv"
 for f in small big; do
-	got=$(run_mode smcr curl -s http://127.0.0.1:17204/$f 2> "$WORK/curl-$f.err" | sha256sum)
+	got=$(run_mode smcr timeout 30 curl -s http://127.0.0.1:17204/$f 2> "$WORK/curl-$f.err" | sha256sum)
 	expect_eq "nginx+curl: /$f byte-exact" "$got" "$(sha256sum < "$WORK/www/$f")"
 done
 run_mode smcr timeout 30 wrk -t1 -c10 -d2s http://127.0.0.1:17204/small \
@@ -150,7 +150,7 @@ require("http").createServer((q, s) => s.end("x".repeat(300000))).listen(17206, 
 srv=$LAST_PID
 wait_listen 17206 "$srv"
 expect_eq "node http + curl: 300000 bytes" \
-	"$(run_mode smcr curl -s http://127.0.0.1:17206/ 2> "$WORK/node-curl.err" | wc -c)" 300000
+	"$(run_mode smcr timeout 30 curl -s http://127.0.0.1:17206/ 2> "$WORK/node-curl.err" | wc -c)" 300000
 stop_bg "$srv"
 expect_eq "node: exit status on SIGTERM (as plain)" "$?" 143
 on_transport node 1 300000
