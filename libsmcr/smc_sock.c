@@ -969,9 +969,14 @@ bool smcr_sock_ioctl(struct smcr_sock *sk, unsigned long request, void *arg, int
 		*(int *)arg = (int)smc_rx_readable(&sk->conn);
 		*rc = 0;
 		return true;
-	case SIOCOUTQ: {        /* written, not yet read by the peer */
+	case SIOCOUTQ: {
+		/*
+		 * Written, not yet announced (corked): as TCP's bytes not yet
+		 * acknowledged, since announced bytes are in the peer's buffer
+		 * (the peer's reading them is not TCP's business).
+		 */
 		smc_conn_lock(&sk->conn);
-		*(int *)arg = (int)smc_ring_readable(sk->conn.st->peer_rmb_size, sk->conn.st->tx_fin,
+		*(int *)arg = (int)smc_ring_readable(sk->conn.st->peer_rmb_size, sk->conn.st->tx_sent,
 						     sk->conn.st->tx_prep);
 		smc_conn_unlock(&sk->conn);
 		*rc = 0;
@@ -1064,9 +1069,11 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 		return 0;
 	}
 	smc_conn_lock(conn);
-	if (smc_rx_readable_locked(conn) > 0 || sk->sh->rd_shut)
+	if (smc_rx_readable_locked(conn) > 0)   /* fetches the peer's news first */
 		mask |= POLLIN | POLLRDNORM;
-	if (conn->st->peer_state & (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED))
+	/* as TCP: reading ended, by our SHUT_RD or the peer's end of writing */
+	if (sk->sh->rd_shut ||
+	    (conn->st->peer_state & (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED)))
 		mask |= POLLIN | POLLRDNORM | POLLRDHUP;
 	if (smc_tx_writable_locked(conn))
 		mask |= POLLOUT | POLLWRNORM;
