@@ -56,7 +56,7 @@ onehost() {
 	guest "$driver" "$driver" veth 10.9.0.1/24 "$here/guest-onehost.sh" "$build" "${driver}0" 10.9.0.1 "$@"
 	echo "vm: $driver guest done ($((SECONDS - t0)) s)"
 }
-rdma_tests=(redis-rdma iperf3-rdma sockperf-rdma stress-rdma socat-rdma fork-rdma kill-rdma budget-rdma)
+rdma_tests=(redis-rdma iperf3-rdma sockperf-rdma stress-rdma socat-rdma fork-rdma kill-rdma budget-rdma semantics-rdma)
 onehost rxe socat stress negotiation_wire shm_broker "${rdma_tests[@]}"
 onehost siw socat stress "${rdma_tests[@]}"
 
