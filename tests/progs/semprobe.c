@@ -19,6 +19,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +32,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* Long enough for anything that is coming to come: only a lost wakeup waits it out. */
-#define LONG_WAIT_MS 5000
+/*
+ * Waits for what is coming have no timeout: a wakeup lost and made up for
+ * by a timeout would print the same.  The alarm ends a probe that hangs.
+ */
+#define FOREVER -1
+#define HANG_SECONDS 60
 
 static const char *addr;
 static int port, listener, pairs;
@@ -122,7 +127,7 @@ static void pair(int *c, int *s)
 	p[0] = (struct pollfd){ .fd = *c, .events = POLLOUT };
 	p[1] = (struct pollfd){ .fd = *s, .events = POLLOUT };
 	while (!(p[0].revents & POLLOUT) || !(p[1].revents & POLLOUT))
-		if (poll(p, 2, LONG_WAIT_MS) <= 0) {
+		if (poll(p, 2, FOREVER) <= 0) {
 			perror("pair: poll");
 			exit(1);
 		}
@@ -139,7 +144,7 @@ static void unpair(int c, int s)
 static void await_in(int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
-	poll(&p, 1, LONG_WAIT_MS);
+	poll(&p, 1, FOREVER);
 }
 
 static void on_sigpipe(int sig)
@@ -225,16 +230,15 @@ static void row_oob(void)
 	char buf[16] = { 0 };
 	int c, s, on = 1, mark = -1;
 	fd_set ex;
-	struct timeval tv = { LONG_WAIT_MS / 1000, 0 };
 
 	puts("== MSG_OOB");
 	pair(&c, &s);
 	CALL("send ab", send(c, "ab", 2, 0));
 	CALL("send c MSG_OOB", send(c, "c", 1, MSG_OOB));
-	show_poll("poll POLLPRI", s, POLLIN | POLLPRI, LONG_WAIT_MS);
+	show_poll("poll POLLPRI", s, POLLIN | POLLPRI, FOREVER);
 	FD_ZERO(&ex);
 	FD_SET(s, &ex);
-	CALL("select exceptfds", select(s + 1, NULL, NULL, &ex, &tv));
+	CALL("select exceptfds", select(s + 1, NULL, NULL, &ex, NULL));
 	say("exceptfds holds it", FD_ISSET(s, &ex) ? "yes" : "no");
 	CALL("ioctl SIOCATMARK", ioctl(s, SIOCATMARK, &mark));
 	printf("%-44s %d\n", "at mark", mark);
@@ -327,7 +331,7 @@ static void row_epoll_flags(void)
 	CALL("epoll_ctl ADD IN|RDHUP", epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
 	show_epoll("epoll_wait, nothing yet", ep, 0);
 	CALL("peer's shutdown(SHUT_WR)", shutdown(c, SHUT_WR));
-	show_epoll("epoll_wait", ep, LONG_WAIT_MS);
+	show_epoll("epoll_wait", ep, FOREVER);
 	CALL("epoll_ctl DEL", epoll_ctl(ep, EPOLL_CTL_DEL, s, NULL));
 	unpair(c, s);
 
@@ -335,7 +339,7 @@ static void row_epoll_flags(void)
 	ev.events = EPOLLIN | EPOLLONESHOT;
 	CALL("epoll_ctl ADD IN|ONESHOT", epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
 	CALL("peer sends", send(c, "x", 1, 0));
-	show_epoll("epoll_wait", ep, LONG_WAIT_MS);
+	show_epoll("epoll_wait", ep, FOREVER);
 	show_epoll("epoll_wait again, not re-armed", ep, 0);
 	CALL("epoll_ctl MOD re-arms", epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev));
 	show_epoll("epoll_wait, re-armed, unread", ep, 0);
@@ -350,8 +354,8 @@ static void row_epoll_flags(void)
 	CALL("epoll_ctl ADD IN|EXCLUSIVE, second", epoll_ctl(ep2, EPOLL_CTL_ADD, s, &ev));
 	CALL("epoll_ctl MOD IN|EXCLUSIVE", epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev));
 	CALL("peer sends", send(c, "x", 1, 0));
-	show_epoll("epoll_wait, first", ep, LONG_WAIT_MS);
-	show_epoll("epoll_wait, second", ep2, LONG_WAIT_MS);
+	show_epoll("epoll_wait, first", ep, FOREVER);
+	show_epoll("epoll_wait, second", ep2, FOREVER);
 	unpair(c, s);
 	close(ep);
 	close(ep2);
@@ -381,20 +385,21 @@ static int wait_outer(enum outer how, int inner, int outer_ep, int timeout_ms)
 	struct timeval tv = { timeout_ms / 1000, timeout_ms % 1000 * 1000 };
 	struct epoll_event ev;
 	fd_set r;
+	bool forever = timeout_ms < 0;
 
 	FD_ZERO(&r);
 	FD_SET(inner, &r);
 	switch (how) {
 	case BY_EPOLL:
-		return epoll_pwait2(outer_ep, &ev, 1, &ts, NULL);
+		return epoll_pwait2(outer_ep, &ev, 1, forever ? NULL : &ts, NULL);
 	case BY_POLL:
 		return poll(&p, dyn(1), timeout_ms);
 	case BY_PPOLL:
-		return ppoll(opaque(&p), 1, &ts, NULL);
+		return ppoll(opaque(&p), 1, forever ? NULL : &ts, NULL);
 	case BY_SELECT:
-		return select(inner + 1, &r, NULL, NULL, &tv);
+		return select(inner + 1, &r, NULL, NULL, forever ? NULL : &tv);
 	default:
-		return pselect(inner + 1, &r, NULL, NULL, &ts, NULL);
+		return pselect(inner + 1, &r, NULL, NULL, forever ? NULL : &ts, NULL);
 	}
 }
 
@@ -403,26 +408,29 @@ static void row_nested(enum outer how, const char *name)
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct later l;
 	pthread_t t;
-	char buf[8], what[64];
+	char buf[8];
 	int c, s, inner = epoll_create(1), outer = epoll_create1(0);
 
 	pair(&c, &s);
 	printf("== nested epoll, waited for by %s\n", name);
+	/* a byte came and was read: the connection's wake-up was spent on it */
+	CALL("peer sends", send(c, "u", 1, 0));
+	await_in(s);
+	CALL("recv", recv(s, buf, sizeof(buf), 0));
 	CALL("epoll_ctl ADD to the inner", epoll_ctl(inner, EPOLL_CTL_ADD, s, &ev));
 	CALL("epoll_ctl ADD the inner to the outer", epoll_ctl(outer, EPOLL_CTL_ADD, inner, &ev));
 	CALL("nothing sent: outer says", wait_outer(how, inner, outer, 0));
 	show_epoll("nothing sent: inner says", inner, 0);
 	l.fd = c;
 	pthread_create(&t, NULL, send_later, &l);
-	snprintf(what, sizeof(what), "sent while asleep: outer says");
-	CALL(what, wait_outer(how, inner, outer, LONG_WAIT_MS));
+	CALL("sent while asleep: outer says", wait_outer(how, inner, outer, FOREVER));
 	pthread_join(t, NULL);
 	show_epoll("inner says", inner, 0);
 	CALL("recv", recv(s, buf, sizeof(buf), MSG_DONTWAIT));
 	CALL("all read: outer says", wait_outer(how, inner, outer, 0));
 	CALL("peer sends", send(c, "v", 1, 0));
 	await_in(s);
-	CALL("unread: outer says", wait_outer(how, inner, outer, LONG_WAIT_MS));
+	CALL("unread: outer says", wait_outer(how, inner, outer, FOREVER));
 	show_epoll("inner says", inner, 0);
 	unpair(c, s);
 	close(inner);
@@ -460,7 +468,7 @@ static void row_every_call(void)
 	CALL("sendmsg", sendmsg(c, &msg, 0));
 	CALL("sendmmsg", sendmmsg(c, &mm, 1, 0));
 	CALL("epoll_ctl ADD", epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
-	CALL("epoll_pwait", epoll_pwait(ep, &ev, 1, LONG_WAIT_MS, NULL));
+	CALL("epoll_pwait", epoll_pwait(ep, &ev, 1, FOREVER, NULL));
 	CALL("ppoll (fortified)", ppoll(&(struct pollfd){ .fd = s, .events = POLLIN }, dyn(1), NULL, NULL));
 	CALL("recvfrom", recvfrom(s, opaque(buf), 4, 0, (void *)&a, &len));
 	printf("%-44s %.4s\n", "bytes", buf);
@@ -516,6 +524,7 @@ int main(int argc, char **argv)
 	addr = argv[1];
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, on_sigpipe);
+	alarm(HANG_SECONDS);
 	listen_on_port();
 	row_sigpipe();
 	row_shutdown();
