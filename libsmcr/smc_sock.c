@@ -984,10 +984,15 @@ bool smcr_sock_ioctl(struct smcr_sock *sk, unsigned long request, void *arg, int
 	}
 	case SIOCATMARK:
 		smc_conn_lock(&sk->conn);
-		/* the next byte is the urgent one (rx_urg_mark is just after it) */
-		*(int *)arg = sk->conn.st->rx_urg_unpassed &&
-			      smc_cursor_diff(sk->conn.st->rmb_size, sk->conn.st->rx_cons,
-					      sk->conn.st->rx_urg_mark) == 1;
+		/*
+		 * The next byte is the urgent one (rx_urg_mark is just after
+		 * it), or was, read and stepped over: as TCP's, until more is read.
+		 */
+		*(int *)arg = (sk->conn.st->rx_urg_unpassed &&
+			       smc_cursor_diff(sk->conn.st->rmb_size, sk->conn.st->rx_cons,
+					       sk->conn.st->rx_urg_mark) == 1) ||
+			      (sk->conn.st->rx_urg_stepped &&
+			       smc_cursor_equal(sk->conn.st->rx_cons, sk->conn.st->rx_urg_mark));
 		smc_conn_unlock(&sk->conn);
 		*rc = 0;
 		return true;

@@ -232,6 +232,7 @@ struct smc_conn_state {
 	uint8_t peer_prod_flags;	/* producer flags of the peer's last CDC */
 	enum smc_urg_state rx_urg_state;
 	bool rx_urg_unpassed;		/* rx_cons has not yet reached rx_urg_mark */
+	bool rx_urg_stepped;		/* rx_cons stepped over it when it was read (MSG_OOB) */
 	struct smc_cursor rx_urg_mark;	/* just after the peer's last urgent byte */
 	uint8_t rx_urg_byte;
 	uint32_t cdc_fetched;		/* the transport's: which CDC it fetched last */

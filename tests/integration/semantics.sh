@@ -26,7 +26,7 @@ start_smcrd "$PORT" 64
 LD_PRELOAD=$LIB SMCR_LOG=warn timeout 120 "$probe" "$TEST_ADDR" "$PORT" > "$WORK/smcr.out" 2> "$WORK/smcr.err"
 rc=$?
 # its waits have no timeout: SIGALRM (128 + 14) ends one that never woke
-[ "$rc" = 142 ] && fail "the preloaded probe hung: a wakeup lost after '$(tail -n 1 "$WORK/smcr.out")'"
+[ "$rc" = 142 ] && fail "the preloaded probe hung (a wait that never ended: a lost wakeup?) after '$(tail -n 1 "$WORK/smcr.out")'"
 expect_eq "preloaded run exit status" "$rc" 0
 if diff -u "$WORK/plain.out" "$WORK/smcr.out"; then
 	pass "identical output over $TEST_TRANSPORT ($(grep -c '^==' "$WORK/plain.out") rows, $(wc -l < "$WORK/plain.out") lines)"

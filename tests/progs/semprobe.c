@@ -250,7 +250,14 @@ static void row_oob(void)
 	printf("%-44s %d\n", "at mark", mark);
 	CALL("recv MSG_OOB", recv(s, buf, sizeof(buf), MSG_OOB));
 	printf("%-44s %c\n", "urgent byte", buf[0]);
+	CALL("ioctl SIOCATMARK after it was read", ioctl(s, SIOCATMARK, &mark));
+	printf("%-44s %d\n", "at mark", mark);
 	CALL("recv MSG_OOB again", recv(s, buf, sizeof(buf), MSG_OOB));
+	CALL("send d after the urgent byte was read", send(c, "d", 1, 0));
+	await_in(s);
+	CALL("recv d", recv(s, buf, sizeof(buf), 0));
+	CALL("ioctl SIOCATMARK after d was read", ioctl(s, SIOCATMARK, &mark));
+	printf("%-44s %d\n", "at mark", mark);
 	show_poll("poll POLLPRI after it was read", s, POLLIN | POLLPRI, 0);
 	unpair(c, s);
 
