@@ -444,6 +444,12 @@ static void row_nested(enum outer how, const char *name)
 	show_epoll("inner says", inner, 0);
 	unpair(c, s);
 	close(inner);
+	/* the inner's number goes to the next descriptor: a new one for the outer */
+	pair(&c, &s);
+	CALL("epoll_ctl ADD a socket, the inner closed", epoll_ctl(outer, EPOLL_CTL_ADD, c, &ev));
+	CALL("peer sends", send(s, "t", 1, 0));
+	CALL("outer says", epoll_wait(outer, &ev, 1, FOREVER));
+	unpair(c, s);
 	close(outer);
 }
 
