@@ -42,7 +42,7 @@
  * descriptor left readable makes the inner instance readable with nothing
  * to report), and nobody armed the inner instance's connections, so the
  * peer does not write their wake descriptors and new data wakes nobody.
- * So the outer wait asks instance_ready(): the inner instance's SMC
+ * So the outer wait asks nested_ready(): the inner instance's SMC
  * members are looked at as its epoll_wait would (nothing is consumed), and
  * when none is ready each is armed, which reads its wake descriptor empty,
  * before the kernel is asked about the inner descriptor: then only the
@@ -51,7 +51,9 @@
  * instance holds, which wakes whoever sleeps on it, outer epoll, poll or
  * select.  The arm comes after the look, with the events() number taken
  * before it (as everywhere here), so news in between fails the arm and is
- * looked at again: no wakeup is lost.
+ * looked at again: no wakeup is lost.  Every instance is ours from
+ * epoll_create on, so that one put in another while still empty is
+ * known as such when connections of ours join it later.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -212,6 +214,17 @@ static struct smcr_epoll *epoll_of(int epfd)
 	__atomic_store_n(&instances, ep, __ATOMIC_RELEASE);     /* read unlocked: forget */
 	pthread_mutex_unlock(&instances_lock);
 	return ep;
+}
+
+int smcr_epoll_created(int epfd)
+{
+	int saved_errno = errno;
+
+	/* without the memory, it stays the kernel's until it has a member of ours */
+	if (epfd >= 0)
+		epoll_of(epfd);
+	errno = saved_errno;
+	return epfd;
 }
 
 static struct member *find(struct smcr_epoll *ep, int fd)
@@ -562,6 +575,18 @@ static bool nested_ready(int fd)
 	return ready;
 }
 
+/*
+ * Whether fd is an instance with members of ours, for poll and select: one
+ * without any (most: every instance is ours from epoll_create on) is the
+ * kernel's to tell.
+ */
+static bool instance_has_members(int fd)
+{
+	struct smcr_epoll *ep = smcr_fd_epoll(fd);
+
+	return ep && __atomic_load_n(&ep->count, __ATOMIC_RELAXED) > 0;
+}
+
 /* Reports the NESTED member m if its instance is ready; edge-triggered, on news only. */
 static void look_at_nested(struct smcr_epoll *ep, struct member *m, struct epoll_event *out,
 			   int *n, int max)
@@ -791,7 +816,7 @@ static enum watch watch_of(int fd)
 	if (r == REG_SMC || r == REG_RESET)
 		return W_SMC;
 	if (r == REG_NESTED)
-		return W_NESTED;
+		return instance_has_members(fd) ? W_NESTED : W_PLAIN;
 	/* a TCP socket that is not connecting is the kernel's to tell */
 	if (r == REG_WATCH && smcr_fd_get(fd) != SMCR_FD_TCP)
 		return W_DRIVE;
@@ -801,7 +826,7 @@ static enum watch watch_of(int fd)
 static bool any_ours(const struct pollfd *fds, nfds_t nfds)
 {
 	for (nfds_t i = 0; i < nfds; i++)
-		if (fds[i].fd >= 0 && (smcr_fd_sock(fds[i].fd) || smcr_fd_epoll(fds[i].fd) ||
+		if (fds[i].fd >= 0 && (smcr_fd_sock(fds[i].fd) || instance_has_members(fds[i].fd) ||
 				       smcr_fd_get(fds[i].fd) == SMCR_FD_TCP_CONNECTING))
 			return true;
 	return false;
@@ -1043,7 +1068,8 @@ bool smcr_select_has_ours(int nfds, const fd_set *r, const fd_set *w, const fd_s
 	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++) {
 		if (!((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))))
 			continue;
-		if (smcr_fd_sock(fd) || smcr_fd_epoll(fd) || smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING)
+		if (smcr_fd_sock(fd) || instance_has_members(fd) ||
+		    smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING)
 			return true;
 	}
 	return false;

@@ -413,7 +413,8 @@ static int wait_outer(enum outer how, int inner, int outer_ep, int timeout_ms)
 	}
 }
 
-static void row_nested(enum outer how, const char *name)
+/* outer_first: the inner instance goes into the outer one while it is still empty */
+static void row_nested(enum outer how, const char *name, bool outer_first)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct later l;
@@ -427,8 +428,11 @@ static void row_nested(enum outer how, const char *name)
 	CALL("peer sends", send(c, "u", 1, 0));
 	await_in(s);
 	CALL("recv", recv(s, buf, sizeof(buf), 0));
+	if (outer_first)
+		CALL("epoll_ctl ADD the inner to the outer", epoll_ctl(outer, EPOLL_CTL_ADD, inner, &ev));
 	CALL("epoll_ctl ADD to the inner", epoll_ctl(inner, EPOLL_CTL_ADD, s, &ev));
-	CALL("epoll_ctl ADD the inner to the outer", epoll_ctl(outer, EPOLL_CTL_ADD, inner, &ev));
+	if (!outer_first)
+		CALL("epoll_ctl ADD the inner to the outer", epoll_ctl(outer, EPOLL_CTL_ADD, inner, &ev));
 	CALL("nothing sent: outer says", wait_outer(how, inner, outer, 0));
 	show_epoll("nothing sent: inner says", inner, 0);
 	l.fd = c;
@@ -549,11 +553,12 @@ int main(int argc, char **argv)
 	row_trunc_cork();
 	row_timeouts();
 	row_epoll_flags();
-	row_nested(BY_EPOLL, "epoll");
-	row_nested(BY_POLL, "poll");
-	row_nested(BY_PPOLL, "ppoll");
-	row_nested(BY_SELECT, "select");
-	row_nested(BY_PSELECT, "pselect");
+	row_nested(BY_EPOLL, "epoll", false);
+	row_nested(BY_EPOLL, "epoll, which held it first", true);
+	row_nested(BY_POLL, "poll", false);
+	row_nested(BY_PPOLL, "ppoll", false);
+	row_nested(BY_SELECT, "select", false);
+	row_nested(BY_PSELECT, "pselect", false);
 	row_every_call();
 	closefrom(listener);
 	printf("connections: %d\n", pairs);
