@@ -1001,6 +1001,16 @@ bool smcr_sock_ioctl(struct smcr_sock *sk, unsigned long request, void *arg, int
 	}
 }
 
+/*
+ * As TCP: the peer's reset that answers the first send after its close
+ * leaves an error (POLLERR) until a send fails with it or SO_ERROR
+ * reports it (smc_tx.c sends that first one).
+ */
+static bool epipe_untold(const struct smc_conn_state *st)
+{
+	return st->tx_after_close && !st->tx_epipe_told;
+}
+
 bool smcr_sock_getsockopt(struct smcr_sock *sk, int level, int name, void *value,
 			  socklen_t *len, int *rc)
 {
@@ -1012,6 +1022,10 @@ bool smcr_sock_getsockopt(struct smcr_sock *sk, int level, int name, void *value
 		return false;
 	smc_conn_lock(&sk->conn);
 	err = sk->conn.st->err;
+	if (!err && epipe_untold(sk->conn.st)) {
+		err = EPIPE;            /* reported once, as TCP's */
+		sk->conn.st->tx_epipe_told = true;
+	}
 	smc_conn_unlock(&sk->conn);
 	if (!err)
 		return false;
@@ -1084,6 +1098,8 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 		mask |= POLLOUT | POLLWRNORM;
 	if (!conn->st->oob_inline && conn->st->rx_urg_state == SMC_URG_VALID)
 		mask |= POLLPRI;
+	if (conn->st->tx_after_close)   /* TCP's reset closed it */
+		mask |= POLLHUP | (epipe_untold(conn->st) ? POLLERR : 0);
 	if (conn->st->err)
 		mask |= POLLERR | POLLHUP | POLLIN | POLLOUT;
 	else if ((mask & POLLRDHUP) && (conn->st->local_state & SMC_CDC_PEER_DONE_WRITING))

@@ -222,6 +222,7 @@ struct smc_conn_state {
 	uint16_t tx_seqno;		/* of the last CDC sent */
 	bool write_blocked;		/* data waits for room in the peer's RMB */
 	bool tx_after_close;		/* the one send TCP lets through after the peer closed went */
+	bool tx_epipe_told;		/* and the error TCP's reset then left was reported */
 	bool tx_urg_outstanding;	/* tx_urg_mark sent, the peer has not read up to it */
 	struct smc_cursor tx_urg_mark;	/* just after our last urgent byte */
 

@@ -153,6 +153,8 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 			rc = tx_error(conn);
 		if (!rc && tx_first_after_close(conn, total))
 			sent = total;   /* lost, as TCP's; in the middle of a call, the rest too */
+		if (rc == -EPIPE)
+			conn->st->tx_epipe_told = true;
 		if (rc || sent == total)
 			break;
 		room = tx_room(conn);
@@ -201,8 +203,9 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 
 bool smc_tx_writable_locked(struct smc_conn *conn)
 {
-	/* a send that would fail at once does not block either */
-	return smc_rx_cdc_fetch(conn) || tx_error(conn) || tx_room(conn) > 0;
+	/* a send that would fail at once does not block either, nor the first after the close */
+	return smc_rx_cdc_fetch(conn) || tx_error(conn) || tx_room(conn) > 0 ||
+	       (conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED);
 }
 
 bool smc_tx_writable(struct smc_conn *conn)

@@ -92,7 +92,8 @@ static void show_poll(const char *what, int fd, short events, int timeout)
 	struct pollfd p = { .fd = fd, .events = events };
 	int rc = poll(opaque(&p), 1, timeout);
 
-	printf("%-44s rc=%d revents=%s\n", what, rc, rc < 0 ? strerrorname_np(errno) : revents(p.revents));
+	printf("%-44s rc=%d revents=%s\n", what, rc,
+	       rc < 0 ? strerrorname_np(errno) : revents(p.revents));
 }
 
 static void show_int_ioctl(const char *what, int fd, unsigned long req)
@@ -156,7 +157,9 @@ static void on_sigpipe(int sig)
 
 static void row_sigpipe(void)
 {
-	int c, s;
+	char buf[8];
+	int c, s, err = 0;
+	socklen_t len = sizeof(err);
 	long rc;
 
 	puts("== SIGPIPE");
@@ -167,11 +170,23 @@ static void row_sigpipe(void)
 	/* TCP: the first send goes, and the closed peer's reset fails the next */
 	CALL("send after the peer closed", send(c, "abcde", 5, 0));
 	printf("%-44s %d\n", "SIGPIPE raised", sigpipes);
+	show_poll("poll after the peer's reset", c, POLLIN | POLLOUT | POLLRDHUP, 0);
 	do
 		rc = send(c, "abcde", 5, 0);
 	while (rc == 5);
 	show("send until it fails, no MSG_NOSIGNAL", rc);
 	printf("%-44s %d\n", "SIGPIPE raised", sigpipes);
+	show_poll("poll, the error reported", c, POLLIN | POLLOUT | POLLRDHUP, 0);
+	CALL("read", read(c, buf, sizeof(buf)));
+	close(c);
+
+	pair(&c, &s);
+	close(s);
+	await_in(c);
+	CALL("send after the peer closed", send(c, "abcde", 5, MSG_NOSIGNAL));
+	CALL("getsockopt(SO_ERROR)", getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len));
+	printf("%-44s %s\n", "error", err ? strerrorname_np(err) : "none");
+	show_poll("poll, the error reported", c, POLLIN | POLLOUT | POLLRDHUP, 0);
 	sigpipes = 0;
 	CALL("send MSG_NOSIGNAL", send(c, "abcde", 5, MSG_NOSIGNAL));
 	printf("%-44s %d\n", "SIGPIPE raised", sigpipes);
@@ -485,7 +500,8 @@ static void row_every_call(void)
 	CALL("sendmmsg", sendmmsg(c, &mm, 1, 0));
 	CALL("epoll_ctl ADD", epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
 	CALL("epoll_pwait", epoll_pwait(ep, &ev, 1, FOREVER, NULL));
-	CALL("ppoll (fortified)", ppoll(&(struct pollfd){ .fd = s, .events = POLLIN }, dyn(1), NULL, NULL));
+	CALL("ppoll (fortified)",
+	     ppoll(&(struct pollfd){ .fd = s, .events = POLLIN }, dyn(1), NULL, NULL));
 	CALL("recvfrom", recvfrom(s, opaque(buf), 4, 0, (void *)&a, &len));
 	printf("%-44s %.4s\n", "bytes", buf);
 	CALL("recvfrom (fortified)", recvfrom(s, buf, dyn(4), 0, NULL, NULL));
