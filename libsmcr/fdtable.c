@@ -127,8 +127,9 @@ void smcr_fd_forget(int fd)
 		return;
 	enum smcr_fd_state state = atomic_load_explicit(&slot->state, memory_order_relaxed);
 	/* epoll sets must let go of it before its connection goes (readiness.c) */
-	if (smcr_fd_state_is_tcp(state) && state != SMCR_FD_TCP_LISTENER)
-		smcr_readiness_forget(fd);
+	if ((smcr_fd_state_is_tcp(state) && state != SMCR_FD_TCP_LISTENER) ||
+	    atomic_load_explicit(&slot->epoll, memory_order_relaxed))
+		smcr_readiness_forget(fd);      /* an instance leaves those it is nested in too */
 	atomic_store_explicit(&slot->state, SMCR_FD_UNKNOWN, memory_order_relaxed);
 	atomic_store_explicit(&slot->reason, 0, memory_order_relaxed);
 	/* the common case, no objects, costs three loads */

@@ -81,12 +81,12 @@ int pselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
 
 int epoll_create(int size)
 {
-	return REAL(epoll_create)(size);
+	return smcr_epoll_created(REAL(epoll_create)(size));
 }
 
 int epoll_create1(int flags)
 {
-	return REAL(epoll_create1)(flags);
+	return smcr_epoll_created(REAL(epoll_create1)(flags));
 }
 
 int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)

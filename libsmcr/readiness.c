@@ -12,6 +12,8 @@
  *   SMC    the TCP socket, edge-triggered RDHUP (its end means the peer is
  *          gone), and the connection's wake descriptor, edge-triggered IN
  *   RESET  the TCP socket, edge-triggered: the CLC exchange failed
+ *   NESTED another instance of ours (an epoll descriptor), edge-triggered
+ *          IN: it got news in the kernel
  * and a member whose connection stays on TCP is handed back: the kernel
  * gets the application's registration and we forget it (PLAIN).  Every
  * epoll_wait asks the kernel first without waiting (so descriptors that
@@ -33,6 +35,25 @@
  * poll and select keep nothing between calls: each call looks at the SMC
  * connections among its descriptors, and sleeps on their wake and TCP
  * descriptors in their place.
+ *
+ * Nested instances.  An instance of ours inside another epoll, or in poll
+ * or select, is ready when its own epoll_wait would report something; the
+ * kernel cannot tell, on two counts: it counts our registrations (a wake
+ * descriptor left readable makes the inner instance readable with nothing
+ * to report), and nobody armed the inner instance's connections, so the
+ * peer does not write their wake descriptors and new data wakes nobody.
+ * So the outer wait asks nested_ready(): the inner instance's SMC
+ * members are looked at as its epoll_wait would (nothing is consumed), and
+ * when none is ready each is armed, which reads its wake descriptor empty,
+ * before the kernel is asked about the inner descriptor: then only the
+ * application's registrations can make it readable, and from then on news
+ * on an armed connection writes its wake descriptor, which the inner
+ * instance holds, which wakes whoever sleeps on it, outer epoll, poll or
+ * select.  The arm comes after the look, with the events() number taken
+ * before it (as everywhere here), so news in between fails the arm and is
+ * looked at again: no wakeup is lost.  Every instance is ours from
+ * epoll_create on, so that one put in another while still empty is
+ * known as such when connections of ours join it later.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -60,7 +81,7 @@ static uint64_t tag(int fd, unsigned int kind)
 	return TAG_MAGIC | (uint64_t)kind << 32 | (uint32_t)fd;
 }
 
-enum regime { REG_NONE, REG_PLAIN, REG_WATCH, REG_SMC, REG_RESET };
+enum regime { REG_NONE, REG_PLAIN, REG_WATCH, REG_SMC, REG_RESET, REG_NESTED };
 
 struct member {
 	int fd;
@@ -73,7 +94,7 @@ struct member {
 				   disabled meanwhile */
 	bool edge_seen;         /* EPOLLET: edge holds the events() last looked at */
 	uint32_t edge;
-	bool signalled;         /* the wake descriptor was seen readable */
+	bool signalled;         /* the wake descriptor (NESTED: the instance) was seen readable */
 	uint32_t round;         /* the last epoll_wait that reported it */
 	uint32_t since;         /* events() taken before a spin */
 };
@@ -111,6 +132,8 @@ static enum regime regime_of(int fd)
 			return REG_WATCH;
 		}
 	}
+	if (smcr_fd_epoll(fd))
+		return REG_NESTED;
 	switch (smcr_fd_get(fd)) {
 	case SMCR_FD_TCP:               /* may connect later */
 	case SMCR_FD_TCP_CONNECTING:
@@ -193,6 +216,17 @@ static struct smcr_epoll *epoll_of(int epfd)
 	return ep;
 }
 
+int smcr_epoll_created(int epfd)
+{
+	int saved_errno = errno;
+
+	/* without the memory, it stays the kernel's until it has a member of ours */
+	if (epfd >= 0)
+		epoll_of(epfd);
+	errno = saved_errno;
+	return epfd;
+}
+
 static struct member *find(struct smcr_epoll *ep, int fd)
 {
 	for (int i = 0; i < ep->count; i++)
@@ -227,6 +261,9 @@ static bool apply(struct smcr_epoll *ep, struct member *m, enum regime to)
 	case REG_WATCH:
 	case REG_RESET:
 		ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+		break;
+	case REG_NESTED:
+		ev.events = EPOLLIN | EPOLLET;
 		break;
 	default:
 		ev.events = EPOLLRDHUP | EPOLLET;
@@ -397,6 +434,12 @@ int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 			rc = -1;
 			break;
 		}
+		/* as the kernel: an exclusive registration is never modified, nor made */
+		if ((event->events | m->events) & EPOLLEXCLUSIVE) {
+			errno = EINVAL;
+			rc = -1;
+			break;
+		}
 		m->events = event->events;
 		m->data = event->data;
 		m->disabled = false;
@@ -465,6 +508,100 @@ static void look_at(struct smcr_epoll *ep, struct member *m, struct epoll_event 
 	}
 }
 
+/* ---- nested instances (see the top) ---- */
+
+static bool nested_ready(int fd);
+
+/* Whether look_at would report the SMC or RESET member m now, events() at now. */
+static bool member_ready(const struct member *m, uint32_t now)
+{
+	struct smcr_sock *sk = smcr_fd_sock(m->fd);
+
+	if (m->disabled || !sk || !edge_moved(m, now))
+		return false;
+	return poll_to_epoll(smcr_sock_poll(sk)) & (m->events | EPOLLERR | EPOLLHUP);
+}
+
+/*
+ * Under the lock of m's instance: false if its epoll_wait would report m
+ * now; else true, m's connection armed (its wake descriptor read empty),
+ * so that its next news makes the instance readable in the kernel.
+ */
+static bool quiet_member(struct member *m)
+{
+	struct smcr_sock *sk = smcr_fd_sock(m->fd);
+
+	switch (m->regime) {
+	case REG_SMC:
+		for (;;) {
+			uint32_t since = smcr_sock_events(sk);
+
+			if (member_ready(m, since))
+				return false;
+			if (smcr_sock_arm(sk, since, true)) {
+				m->signalled = false;
+				return true;
+			}
+		}
+	case REG_RESET:
+		return !member_ready(m, 0);
+	case REG_NESTED:
+		return m->disabled || !nested_ready(m->fd);
+	default:
+		return true;    /* the kernel's to tell */
+	}
+}
+
+/* Whether epoll_wait on fd, an instance of ours, would report something now. */
+static bool nested_ready(int fd)
+{
+	struct smcr_epoll *ep = smcr_fd_epoll(fd);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	bool ready = false;
+
+	if (ep) {
+		smcr_epoll_get(ep);
+		pthread_mutex_lock(&ep->lock);
+		for (int i = 0; i < ep->count && !ready; i++)
+			ready = !quiet_member(ep->members[i]);
+	}
+	/* ours are quiet now: only the application's can make it readable */
+	if (!ready)
+		ready = REAL(poll)(&p, 1, 0) == 1;
+	if (ep) {
+		pthread_mutex_unlock(&ep->lock);
+		smcr_epoll_put(ep);
+	}
+	return ready;
+}
+
+/*
+ * Whether fd is an instance with members of ours, for poll and select: one
+ * without any (most: every instance is ours from epoll_create on) is the
+ * kernel's to tell.
+ */
+static bool instance_has_members(int fd)
+{
+	struct smcr_epoll *ep = smcr_fd_epoll(fd);
+
+	return ep && __atomic_load_n(&ep->count, __ATOMIC_RELAXED) > 0;
+}
+
+/* Reports the NESTED member m if its instance is ready; edge-triggered, on news only. */
+static void look_at_nested(struct smcr_epoll *ep, struct member *m, struct epoll_event *out,
+			   int *n, int max)
+{
+	uint32_t ready;
+
+	if (m->disabled || ((m->events & EPOLLET) && m->edge_seen && !m->signalled))
+		return;
+	ready = nested_ready(m->fd) ? EPOLLIN : 0;
+	if (report(ep, m, ready, out, n, max) || !(ready & m->events)) {
+		m->edge_seen = true;
+		m->signalled = false;
+	}
+}
+
 /*
  * Under ep->lock: out[0..k) holds what the kernel reported.  Passes the
  * application's events on, acts on ours, then adds every SMC member that is
@@ -502,6 +639,9 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 		case REG_SMC:
 			smcr_sock_tcp_ended(smcr_fd_sock(m->fd));
 			break;
+		case REG_NESTED:
+			m->signalled = true;
+			break;
 		default:
 			break;
 		}
@@ -521,6 +661,8 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 
 		if (m->regime == REG_SMC || m->regime == REG_RESET)
 			look_at(ep, m, out, &n, max);
+		else if (m->regime == REG_NESTED)
+			look_at_nested(ep, m, out, &n, max);
 	}
 	if (ep->count)
 		ep->scan_from = (ep->scan_from + 1) % ep->count;
@@ -568,6 +710,14 @@ static bool arm(struct smcr_epoll *ep)
 		struct member *m = ep->members[i];
 		struct smcr_sock *sk = smcr_fd_sock(m->fd);
 
+		if (m->regime == REG_NESTED && !m->dormant) {
+			/* arms the inner instance's connections, whatever the answer */
+			bool ready = nested_ready(m->fd);
+
+			if (ready && !m->disabled && !(m->events & EPOLLET))
+				return false;
+			continue;
+		}
 		if (m->regime != REG_SMC || !sk || m->dormant)
 			continue;
 		uint32_t since = smcr_sock_events(sk);
@@ -657,7 +807,7 @@ int smcr_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int tim
 
 /* ---- poll and select ---- */
 
-enum watch { W_PLAIN, W_DRIVE, W_SMC };
+enum watch { W_PLAIN, W_DRIVE, W_SMC, W_NESTED };
 
 static enum watch watch_of(int fd)
 {
@@ -665,6 +815,8 @@ static enum watch watch_of(int fd)
 
 	if (r == REG_SMC || r == REG_RESET)
 		return W_SMC;
+	if (r == REG_NESTED)
+		return instance_has_members(fd) ? W_NESTED : W_PLAIN;
 	/* a TCP socket that is not connecting is the kernel's to tell */
 	if (r == REG_WATCH && smcr_fd_get(fd) != SMCR_FD_TCP)
 		return W_DRIVE;
@@ -674,7 +826,7 @@ static enum watch watch_of(int fd)
 static bool any_ours(const struct pollfd *fds, nfds_t nfds)
 {
 	for (nfds_t i = 0; i < nfds; i++)
-		if (fds[i].fd >= 0 && (smcr_fd_sock(fds[i].fd) ||
+		if (fds[i].fd >= 0 && (smcr_fd_sock(fds[i].fd) || instance_has_members(fds[i].fd) ||
 				       smcr_fd_get(fds[i].fd) == SMCR_FD_TCP_CONNECTING))
 			return true;
 	return false;
@@ -701,6 +853,10 @@ static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t 
 			k[nk++] = (struct pollfd){ .fd = smcr_sock_wake_fd(smcr_fd_sock(fd)),
 						   .events = POLLIN };
 			k[nk++] = (struct pollfd){ .fd = fd, .events = POLLRDHUP };
+			break;
+		case W_NESTED:
+			/* readable in the kernel when an armed connection of it has news */
+			k[nk++] = (struct pollfd){ .fd = fd, .events = POLLIN };
 			break;
 		case W_DRIVE:
 			/* connecting: done when writable; in the CLC exchange: a message came */
@@ -734,6 +890,10 @@ static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t 
 			nk += 2;
 			fds[i].revents = (short)(smcr_sock_poll(sk) &
 						 ((unsigned short)fds[i].events | POLLERR | POLLHUP));
+			break;
+		case W_NESTED:
+			nk++;
+			fds[i].revents = nested_ready(fd) ? fds[i].events & (POLLIN | POLLRDNORM) : 0;
 			break;
 		case W_DRIVE:
 			if (k[nk].revents) {
@@ -785,6 +945,10 @@ static bool poll_prepare_sleep(struct pollfd *fds, nfds_t nfds, uint32_t *since)
 		smcr_spin_done(&spinning, how, false);
 	}
 	for (nfds_t i = 0; i < nfds; i++) {
+		/* nested_ready() arms an instance's connections */
+		if (fds[i].fd >= 0 && watch_of(fds[i].fd) == W_NESTED &&
+		    (fds[i].events & (POLLIN | POLLRDNORM)) && nested_ready(fds[i].fd))
+			return false;
 		if (fds[i].fd < 0 || watch_of(fds[i].fd) != W_SMC)
 			continue;
 		struct smcr_sock *sk = smcr_fd_sock(fds[i].fd);
@@ -904,7 +1068,8 @@ bool smcr_select_has_ours(int nfds, const fd_set *r, const fd_set *w, const fd_s
 	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++) {
 		if (!((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))))
 			continue;
-		if (smcr_fd_sock(fd) || smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING)
+		if (smcr_fd_sock(fd) || instance_has_members(fd) ||
+		    smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING)
 			return true;
 	}
 	return false;

@@ -34,6 +34,13 @@ void smcr_readiness_changed(int fd);
 /* fd is being closed: it leaves every epoll set it is in (fdtable.c). */
 void smcr_readiness_forget(int fd);
 
+/*
+ * epfd (or -1) came from epoll_create: known from the start, so that an
+ * instance put in another before it has members of ours is seen as one
+ * of ours (readiness.c, nested instances).  Returns epfd.
+ */
+int smcr_epoll_created(int epfd);
+
 /* timeout_ms < 0: for ever.  sigmask: as ppoll, pselect, epoll_pwait (NULL: none). */
 int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event);
 int smcr_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout_ms,

@@ -47,6 +47,7 @@ static void rx_urg_mark(struct smc_conn *conn, struct smc_cursor mark)
 	conn->st->rx_urg_mark = mark;
 	conn->st->rx_urg_state = SMC_URG_VALID;
 	conn->st->rx_urg_unpassed = true;
+	conn->st->rx_urg_stepped = false;
 	conn->st->rx_urg_byte = conn->rmb[at];
 }
 
@@ -230,6 +231,25 @@ static int rx_consume(struct smc_conn *conn, const struct rx_pos *pos)
 	return smc_tx_consumer_update(conn, passed_mark);
 }
 
+/*
+ * The urgent byte was read and is the next in the ring: step over it and
+ * tell the peer at once.  Its sender writes nothing after an urgent byte
+ * until our consumer cursor is past it (smc_tx.c), where TCP's would not
+ * wait at all: without this, it waited for our next ordinary read.
+ */
+static int rx_step_over_urgent(struct smc_conn *conn)
+{
+	uint32_t size = conn->st->rmb_size;
+
+	if (!conn->st->rx_urg_unpassed ||
+	    smc_cursor_diff(size, conn->st->rx_cons, conn->st->rx_urg_mark) != 1)
+		return 0;
+	conn->st->rx_cons = conn->st->rx_urg_mark;
+	conn->st->rx_urg_unpassed = false;
+	conn->st->rx_urg_stepped = true;
+	return smc_tx_consumer_update(conn, true);
+}
+
 static ssize_t rx_recv_urgent(struct smc_conn *conn, const struct iovec *iov, int iovcnt,
 			      int flags)
 {
@@ -246,10 +266,12 @@ static ssize_t rx_recv_urgent(struct smc_conn *conn, const struct iovec *iov, in
 
 			if (!(flags & MSG_TRUNC) && smc_iov_next(&it, 1, &dst))
 				*dst = (char)conn->st->rx_urg_byte;
-			if (!(flags & MSG_PEEK))
-				conn->st->rx_urg_state = SMC_URG_READ;
 			/* no room: 0, not more than asked for; TCP too takes the byte all the same */
 			rc = smc_iov_total(iov, iovcnt) > 0;
+			if (!(flags & MSG_PEEK)) {
+				conn->st->rx_urg_state = SMC_URG_READ;
+				rc = rx_step_over_urgent(conn) ?: rc;
+			}
 		}
 	}
 	smc_conn_unlock(conn);

@@ -971,9 +971,14 @@ bool smcr_sock_ioctl(struct smcr_sock *sk, unsigned long request, void *arg, int
 		*(int *)arg = (int)smc_rx_readable(&sk->conn);
 		*rc = 0;
 		return true;
-	case SIOCOUTQ: {        /* written, not yet read by the peer */
+	case SIOCOUTQ: {
+		/*
+		 * Written, not yet announced (corked): as TCP's bytes not yet
+		 * acknowledged, since announced bytes are in the peer's buffer
+		 * (the peer's reading them is not TCP's business).
+		 */
 		smc_conn_lock(&sk->conn);
-		*(int *)arg = (int)smc_ring_readable(sk->conn.st->peer_rmb_size, sk->conn.st->tx_fin,
+		*(int *)arg = (int)smc_ring_readable(sk->conn.st->peer_rmb_size, sk->conn.st->tx_sent,
 						     sk->conn.st->tx_prep);
 		smc_conn_unlock(&sk->conn);
 		*rc = 0;
@@ -981,16 +986,31 @@ bool smcr_sock_ioctl(struct smcr_sock *sk, unsigned long request, void *arg, int
 	}
 	case SIOCATMARK:
 		smc_conn_lock(&sk->conn);
-		/* the next byte is the urgent one (rx_urg_mark is just after it) */
-		*(int *)arg = sk->conn.st->rx_urg_unpassed &&
-			      smc_cursor_diff(sk->conn.st->rmb_size, sk->conn.st->rx_cons,
-					      sk->conn.st->rx_urg_mark) == 1;
+		/*
+		 * The next byte is the urgent one (rx_urg_mark is just after
+		 * it), or was, read and stepped over: as TCP's, until more is read.
+		 */
+		*(int *)arg = (sk->conn.st->rx_urg_unpassed &&
+			       smc_cursor_diff(sk->conn.st->rmb_size, sk->conn.st->rx_cons,
+					       sk->conn.st->rx_urg_mark) == 1) ||
+			      (sk->conn.st->rx_urg_stepped &&
+			       smc_cursor_equal(sk->conn.st->rx_cons, sk->conn.st->rx_urg_mark));
 		smc_conn_unlock(&sk->conn);
 		*rc = 0;
 		return true;
 	default:
 		return false;
 	}
+}
+
+/*
+ * As TCP: the peer's reset that answers the first send after its close
+ * leaves an error (POLLERR) until a send fails with it or SO_ERROR
+ * reports it (smc_tx.c sends that first one).
+ */
+static bool epipe_untold(const struct smc_conn_state *st)
+{
+	return st->tx_after_close && !st->tx_epipe_told;
 }
 
 bool smcr_sock_getsockopt(struct smcr_sock *sk, int level, int name, void *value,
@@ -1004,6 +1024,10 @@ bool smcr_sock_getsockopt(struct smcr_sock *sk, int level, int name, void *value
 		return false;
 	smc_conn_lock(&sk->conn);
 	err = sk->conn.st->err;
+	if (!err && epipe_untold(sk->conn.st)) {
+		err = EPIPE;            /* reported once, as TCP's */
+		sk->conn.st->tx_epipe_told = true;
+	}
 	smc_conn_unlock(&sk->conn);
 	if (!err)
 		return false;
@@ -1066,14 +1090,18 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 		return 0;
 	}
 	smc_conn_lock(conn);
-	if (smc_rx_readable_locked(conn) > 0 || sk->sh->rd_shut)
+	if (smc_rx_readable_locked(conn) > 0)   /* fetches the peer's news first */
 		mask |= POLLIN | POLLRDNORM;
-	if (conn->st->peer_state & (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED))
+	/* as TCP: reading ended, by our SHUT_RD or the peer's end of writing */
+	if (sk->sh->rd_shut ||
+	    (conn->st->peer_state & (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED)))
 		mask |= POLLIN | POLLRDNORM | POLLRDHUP;
 	if (smc_tx_writable_locked(conn))
 		mask |= POLLOUT | POLLWRNORM;
 	if (!conn->st->oob_inline && conn->st->rx_urg_state == SMC_URG_VALID)
 		mask |= POLLPRI;
+	if (conn->st->tx_after_close)   /* TCP's reset closed it */
+		mask |= POLLHUP | (epipe_untold(conn->st) ? POLLERR : 0);
 	if (conn->st->err)
 		mask |= POLLERR | POLLHUP | POLLIN | POLLOUT;
 	else if ((mask & POLLRDHUP) && (conn->st->local_state & SMC_CDC_PEER_DONE_WRITING))

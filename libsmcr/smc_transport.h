@@ -221,6 +221,8 @@ struct smc_conn_state {
 	struct smc_cursor tx_fin;	/* the peer's consumer cursor: what it has released */
 	uint16_t tx_seqno;		/* of the last CDC sent */
 	bool write_blocked;		/* data waits for room in the peer's RMB */
+	bool tx_after_close;		/* the one send TCP lets through after the peer closed went */
+	bool tx_epipe_told;		/* and the error TCP's reset then left was reported */
 	bool tx_urg_outstanding;	/* tx_urg_mark sent, the peer has not read up to it */
 	struct smc_cursor tx_urg_mark;	/* just after our last urgent byte */
 
@@ -231,6 +233,7 @@ struct smc_conn_state {
 	uint8_t peer_prod_flags;	/* producer flags of the peer's last CDC */
 	enum smc_urg_state rx_urg_state;
 	bool rx_urg_unpassed;		/* rx_cons has not yet reached rx_urg_mark */
+	bool rx_urg_stepped;		/* rx_cons stepped over it when it was read (MSG_OOB) */
 	struct smc_cursor rx_urg_mark;	/* just after the peer's last urgent byte */
 	uint8_t rx_urg_byte;
 	uint32_t cdc_fetched;		/* the transport's: which CDC it fetched last */

@@ -81,9 +81,24 @@ static int tx_error(const struct smc_conn *conn)
 {
 	if (conn->st->err)
 		return -conn->st->err;
-	if ((conn->st->local_state & CLOSE_STATE_FLAGS) || (conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED))
+	if ((conn->st->local_state & CLOSE_STATE_FLAGS) ||
+	    ((conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED) && conn->st->tx_after_close))
 		return -EPIPE;
 	return 0;
+}
+
+/*
+ * As TCP: the first send after the peer closed goes (TCP sends it, and the
+ * peer's reset answers it: its bytes are lost), the next ones fail with
+ * EPIPE.  True if a send of len bytes is that first one, or the one that
+ * was under way when the peer closed.
+ */
+static bool tx_first_after_close(struct smc_conn *conn, size_t len)
+{
+	if (!len || conn->st->tx_after_close || !(conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED))
+		return false;
+	conn->st->tx_after_close = true;
+	return true;
 }
 
 /* Bytes we may write into the peer's RMB now. */
@@ -136,6 +151,10 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 		rc = smc_rx_cdc_fetch(conn);
 		if (!rc)
 			rc = tx_error(conn);
+		if (!rc && tx_first_after_close(conn, total))
+			sent = total;   /* lost, as TCP's; in the middle of a call, the rest too */
+		if (rc == -EPIPE)
+			conn->st->tx_epipe_told = true;
 		if (rc || sent == total)
 			break;
 		room = tx_room(conn);
@@ -184,8 +203,9 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 
 bool smc_tx_writable_locked(struct smc_conn *conn)
 {
-	/* a send that would fail at once does not block either */
-	return smc_rx_cdc_fetch(conn) || tx_error(conn) || tx_room(conn) > 0;
+	/* a send that would fail at once does not block either, nor the first after the close */
+	return smc_rx_cdc_fetch(conn) || tx_error(conn) || tx_room(conn) > 0 ||
+	       (conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED);
 }
 
 bool smc_tx_writable(struct smc_conn *conn)

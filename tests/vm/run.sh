@@ -9,9 +9,11 @@
 #          the integration tests socat.sh over shm (socat-shm: with smcrd, as
 #          CTest's integration.socat-shm; without SMCR_TEST_TRANSPORT it
 #          starts none), stress.sh, negotiation_wire.sh and shm_broker.sh
-#          (smcrd's BPF program and libsmcr on the guest's kernel), then redis.sh, iperf3.sh, sockperf.sh, stress.sh,
-#          socat.sh, fork.sh and kill.sh over the RDMA transport (NAME-rdma: on the
-#          veth's address, smcrd with shm = 0; guest-onehost.sh);
+#          (smcrd's BPF program and libsmcr on the guest's kernel), then
+#          redis.sh, iperf3.sh, sockperf.sh, stress.sh, socat.sh, fork.sh,
+#          kill.sh, budget.sh and semantics.sh over the RDMA transport
+#          (NAME-rdma: on the veth's address, smcrd with shm = 0;
+#          guest-onehost.sh);
 #   siw    the same with Soft-iWARP, without negotiation_wire.sh and
 #          shm_broker.sh;
 #   2host  two guests joined by virtio-net (qemu's UDP socket backend), rxe
@@ -57,7 +59,7 @@ onehost() {
 	guest "$driver" "$driver" veth 10.9.0.1/24 "$here/guest-onehost.sh" "$build" "${driver}0" 10.9.0.1 "$@"
 	echo "vm: $driver guest done ($((SECONDS - t0)) s)"
 }
-rdma_tests=(redis-rdma iperf3-rdma sockperf-rdma stress-rdma socat-rdma fork-rdma kill-rdma budget-rdma)
+rdma_tests=(redis-rdma iperf3-rdma sockperf-rdma stress-rdma socat-rdma fork-rdma kill-rdma budget-rdma semantics-rdma)
 onehost rxe socat-shm stress negotiation_wire shm_broker "${rdma_tests[@]}"
 onehost siw socat-shm stress "${rdma_tests[@]}"
 

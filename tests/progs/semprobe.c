@@ -1,0 +1,578 @@
+/*
+ * semprobe - the socket semantics an SMC connection must keep, row by row:
+ * SIGPIPE, shutdown, ioctl queues, urgent data, MSG_TRUNC, TCP_CORK,
+ * timeouts, epoll flags and epoll instances nested in epoll, poll and
+ * select.  Each row makes its own connections to IPV4_ADDR:PORT (the
+ * arguments) and prints outcomes only (no timings, descriptors or ports),
+ * so that
+ * semantics.sh can require the same output plainly and under libsmcr.so
+ * with smcrd, where every connection must have gone over SMC.  Between
+ * them the rows call every function libsmcr interposes (libsmcr/real.h);
+ * built with _FORTIFY_SOURCE so that the __*_chk forms are among them.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/select.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/*
+ * Waits for what is coming have no timeout: a wakeup lost and made up for
+ * by a timeout would print the same.  The alarm ends a probe that hangs.
+ */
+#define FOREVER -1
+#define HANG_SECONDS 60
+
+static const char *addr;
+static int port, listener, pairs;
+static volatile sig_atomic_t sigpipes;
+
+static void show(const char *what, long rc)
+{
+	printf("%-44s rc=%ld errno=%s\n", what, rc, rc < 0 ? strerrorname_np(errno) : "-");
+	errno = 0;
+}
+
+#define CALL(what, expr) show(what, (long)(expr))
+
+static void say(const char *what, const char *value)
+{
+	printf("%-44s %s\n", what, value);
+}
+
+/* A length the compiler cannot see: fortified calls then go through __*_chk. */
+static size_t dyn(size_t n)
+{
+	static volatile size_t launder;
+	launder = n;
+	return launder;
+}
+
+/*
+ * A buffer the compiler cannot size: fortified calls then go to the plain
+ * entry point even where the compiler would check a constant length
+ * (with ASan, GCC checks them all).
+ */
+static void *opaque(void *p)
+{
+	static void *volatile launder;
+	launder = p;
+	return launder;
+}
+
+static const char *revents(int ev)
+{
+	static char s[96];
+
+	snprintf(s, sizeof(s), "%s%s%s%s%s%s", ev & POLLIN ? "IN " : "", ev & POLLOUT ? "OUT " : "",
+		 ev & POLLPRI ? "PRI " : "", ev & POLLRDHUP ? "RDHUP " : "",
+		 ev & POLLHUP ? "HUP " : "", ev & POLLERR ? "ERR " : "");
+	return *s ? s : "none";
+}
+
+static void show_poll(const char *what, int fd, short events, int timeout)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int rc = poll(opaque(&p), 1, timeout);
+
+	printf("%-44s rc=%d revents=%s\n", what, rc,
+	       rc < 0 ? strerrorname_np(errno) : revents(p.revents));
+}
+
+static void show_int_ioctl(const char *what, int fd, unsigned long req)
+{
+	int v = -1, rc = ioctl(fd, req, &v);
+
+	printf("%-44s rc=%d value=%d\n", what, rc, v);
+}
+
+static struct sockaddr_in loopback(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	inet_pton(AF_INET, addr, &a.sin_addr);
+	return a;
+}
+
+/*
+ * A connected pair, c the client and s the server end, both on the path
+ * they will keep: under the preload with smcrd, their CLC exchange is
+ * driven by poll on both ends (one thread holds both).
+ */
+static void pair(int *c, int *s)
+{
+	struct sockaddr_in a = loopback();
+	struct pollfd p[2];
+
+	*c = socket(AF_INET, SOCK_STREAM, 0);
+	if (*c < 0 || connect(*c, (void *)&a, sizeof(a)) != 0 ||
+	    (*s = accept(listener, NULL, NULL)) < 0) {
+		perror("pair");
+		exit(1);
+	}
+	p[0] = (struct pollfd){ .fd = *c, .events = POLLOUT };
+	p[1] = (struct pollfd){ .fd = *s, .events = POLLOUT };
+	while (!(p[0].revents & POLLOUT) || !(p[1].revents & POLLOUT))
+		if (poll(p, 2, FOREVER) <= 0) {
+			perror("pair: poll");
+			exit(1);
+		}
+	pairs++;
+}
+
+static void unpair(int c, int s)
+{
+	close(c);
+	close(s);
+}
+
+/* Waits for fd to be readable, however long the peer takes. */
+static void await_in(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	poll(&p, 1, FOREVER);
+}
+
+static void on_sigpipe(int sig)
+{
+	(void)sig;
+	sigpipes++;
+}
+
+static void row_sigpipe(void)
+{
+	char buf[8];
+	int c, s, err = 0;
+	socklen_t len = sizeof(err);
+	long rc;
+
+	puts("== SIGPIPE");
+	pair(&c, &s);
+	close(s);
+	await_in(c);                    /* the peer's close arrived */
+	sigpipes = 0;
+	/* TCP: the first send goes, and the closed peer's reset fails the next */
+	CALL("send after the peer closed", send(c, "abcde", 5, 0));
+	printf("%-44s %d\n", "SIGPIPE raised", sigpipes);
+	show_poll("poll after the peer's reset", c, POLLIN | POLLOUT | POLLRDHUP, 0);
+	do
+		rc = send(c, "abcde", 5, 0);
+	while (rc == 5);
+	show("send until it fails, no MSG_NOSIGNAL", rc);
+	printf("%-44s %d\n", "SIGPIPE raised", sigpipes);
+	show_poll("poll, the error reported", c, POLLIN | POLLOUT | POLLRDHUP, 0);
+	CALL("read", read(c, buf, sizeof(buf)));
+	close(c);
+
+	pair(&c, &s);
+	close(s);
+	await_in(c);
+	CALL("send after the peer closed", send(c, "abcde", 5, MSG_NOSIGNAL));
+	CALL("getsockopt(SO_ERROR)", getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len));
+	printf("%-44s %s\n", "error", err ? strerrorname_np(err) : "none");
+	show_poll("poll, the error reported", c, POLLIN | POLLOUT | POLLRDHUP, 0);
+	sigpipes = 0;
+	CALL("send MSG_NOSIGNAL", send(c, "abcde", 5, MSG_NOSIGNAL));
+	printf("%-44s %d\n", "SIGPIPE raised", sigpipes);
+	sigpipes = 0;
+	CALL("write", write(c, "abcde", 5));
+	printf("%-44s %d\n", "SIGPIPE raised", sigpipes);
+	close(c);
+}
+
+static void row_shutdown(void)
+{
+	char buf[16];
+	int c, s;
+
+	puts("== shutdown");
+	pair(&c, &s);
+	CALL("shutdown(SHUT_RD)", shutdown(s, SHUT_RD));
+	show_poll("poll after SHUT_RD", s, POLLIN | POLLOUT | POLLRDHUP, 0);
+	CALL("recv after SHUT_RD", recv(s, buf, sizeof(buf), MSG_DONTWAIT));
+	show_poll("peer's poll after SHUT_RD", c, POLLIN | POLLOUT | POLLRDHUP, 0);
+	CALL("send to the SHUT_RD end", send(s, "xyz", 3, 0));
+	await_in(c);
+	CALL("peer reads it", recv(c, buf, sizeof(buf), 0));
+	unpair(c, s);
+
+	pair(&c, &s);
+	CALL("shutdown(SHUT_RDWR)", shutdown(s, SHUT_RDWR));
+	await_in(c);
+	show_poll("peer's poll after SHUT_RDWR", c, POLLIN | POLLOUT | POLLRDHUP, 0);
+	CALL("peer's read", read(c, buf, sizeof(buf)));
+	show_poll("poll after SHUT_RDWR", s, POLLIN | POLLOUT | POLLRDHUP, 0);
+	CALL("read after SHUT_RDWR", read(s, buf, sizeof(buf)));
+	CALL("send after SHUT_RDWR", send(s, "xyz", 3, MSG_NOSIGNAL));
+	CALL("shutdown(SHUT_RDWR) again", shutdown(s, SHUT_RDWR));
+	unpair(c, s);
+}
+
+static void row_queues(void)
+{
+	char buf[128] = { 0 };
+	int c, s;
+
+	puts("== FIONREAD, SIOCOUTQ");
+	pair(&c, &s);
+	show_int_ioctl("FIONREAD, nothing sent", s, FIONREAD);
+	show_int_ioctl("SIOCOUTQ, nothing sent", c, SIOCOUTQ);
+	CALL("send 100", send(c, buf, 100, 0));
+	await_in(s);
+	show_int_ioctl("FIONREAD after 100 came", s, FIONREAD);
+	CALL("recv 40", recv(s, opaque(buf), 40, 0));
+	show_int_ioctl("FIONREAD after 40 read", s, FIONREAD);
+	CALL("recv the rest", recv(s, buf, sizeof(buf), 0));
+	show_int_ioctl("FIONREAD after all read", s, FIONREAD);
+	show_int_ioctl("SIOCOUTQ after the peer read all", c, SIOCOUTQ);
+	unpair(c, s);
+}
+
+static void row_oob(void)
+{
+	char buf[16] = { 0 };
+	int c, s, on = 1, mark = -1;
+	fd_set ex;
+
+	puts("== MSG_OOB");
+	pair(&c, &s);
+	CALL("send ab", send(c, "ab", 2, 0));
+	CALL("send c MSG_OOB", send(c, "c", 1, MSG_OOB));
+	show_poll("poll POLLPRI", s, POLLIN | POLLPRI, FOREVER);
+	FD_ZERO(&ex);
+	FD_SET(s, &ex);
+	CALL("select exceptfds", select(s + 1, NULL, NULL, &ex, NULL));
+	say("exceptfds holds it", FD_ISSET(s, &ex) ? "yes" : "no");
+	CALL("ioctl SIOCATMARK", ioctl(s, SIOCATMARK, &mark));
+	printf("%-44s %d\n", "at mark", mark);
+	CALL("recv stops at the mark", recv(s, buf, sizeof(buf), 0));
+	CALL("ioctl SIOCATMARK", ioctl(s, SIOCATMARK, &mark));
+	printf("%-44s %d\n", "at mark", mark);
+	CALL("recv MSG_OOB", recv(s, buf, sizeof(buf), MSG_OOB));
+	printf("%-44s %c\n", "urgent byte", buf[0]);
+	CALL("ioctl SIOCATMARK after it was read", ioctl(s, SIOCATMARK, &mark));
+	printf("%-44s %d\n", "at mark", mark);
+	CALL("recv MSG_OOB again", recv(s, buf, sizeof(buf), MSG_OOB));
+	CALL("send d after the urgent byte was read", send(c, "d", 1, 0));
+	await_in(s);
+	CALL("recv d", recv(s, buf, sizeof(buf), 0));
+	CALL("ioctl SIOCATMARK after d was read", ioctl(s, SIOCATMARK, &mark));
+	printf("%-44s %d\n", "at mark", mark);
+	show_poll("poll POLLPRI after it was read", s, POLLIN | POLLPRI, 0);
+	unpair(c, s);
+
+	pair(&c, &s);
+	CALL("setsockopt(SO_OOBINLINE)", setsockopt(s, SOL_SOCKET, SO_OOBINLINE, &on, sizeof(on)));
+	CALL("send de, f MSG_OOB", send(c, "de", 2, 0) + send(c, "f", 1, MSG_OOB));
+	await_in(s);
+	CALL("recv inline, up to the mark", recv(s, buf, 2, MSG_WAITALL));
+	CALL("ioctl SIOCATMARK", ioctl(s, SIOCATMARK, &mark));
+	printf("%-44s %d\n", "at mark", mark);
+	CALL("recv MSG_OOB with SO_OOBINLINE", recv(s, buf, sizeof(buf), MSG_OOB));
+	CALL("recv inline the urgent byte", recv(s, buf, 1, 0));
+	/* not before: over SMC a send waits until the peer has read up to the urgent byte */
+	CALL("send g", send(c, "g", 1, 0));
+	await_in(s);
+	CALL("recv g", recv(s, buf + 1, 1, 0));
+	printf("%-44s %.2s\n", "inline bytes", buf);
+	unpair(c, s);
+}
+
+static void row_trunc_cork(void)
+{
+	char buf[16] = { 0 };
+	int c, s, on = 1, off = 0;
+
+	puts("== MSG_TRUNC, TCP_CORK");
+	pair(&c, &s);
+	CALL("send 10", send(c, "0123456789", 10, 0));
+	await_in(s);
+	CALL("recv 4 MSG_TRUNC", recv(s, buf, 4, MSG_TRUNC));
+	say("buffer untouched", buf[0] ? "no" : "yes");
+	CALL("recv 4 MSG_TRUNC|MSG_PEEK", recv(s, buf, 4, MSG_TRUNC | MSG_PEEK));
+	CALL("recv the rest", recv(s, buf, sizeof(buf), 0));
+	printf("%-44s %.6s\n", "rest", buf);
+	CALL("setsockopt(TCP_CORK, 1)", setsockopt(c, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)));
+	CALL("send 5 corked", send(c, "corks", 5, 0));
+	show_int_ioctl("SIOCOUTQ while corked", c, SIOCOUTQ);
+	show_poll("peer's poll while corked", s, POLLIN, 0);
+	CALL("setsockopt(TCP_CORK, 0)", setsockopt(c, IPPROTO_TCP, TCP_CORK, &off, sizeof(off)));
+	await_in(s);
+	CALL("peer reads it", recv(s, buf, sizeof(buf), 0));
+	unpair(c, s);
+}
+
+static void row_timeouts(void)
+{
+	struct timeval tv = { 0, 100000 };
+	char *big = calloc(1, 65536);
+	int c, s;
+	long rc;
+
+	puts("== SO_RCVTIMEO, SO_SNDTIMEO");
+	pair(&c, &s);
+	CALL("setsockopt(SO_RCVTIMEO)", setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	CALL("recv, nothing comes", recv(s, big, 16, 0));
+	CALL("setsockopt(SO_SNDTIMEO)", setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+	do
+		rc = send(c, big, 65536, 0);
+	while (rc > 0);
+	show("send until the peer's buffer is full", rc);
+	free(big);
+	unpair(c, s);
+}
+
+static void show_epoll(const char *what, int ep, int timeout)
+{
+	struct epoll_event ev[4];
+	int rc = epoll_wait(ep, ev, 4, timeout);
+
+	printf("%-44s rc=%d events=%s\n", what, rc, rc > 0 ? revents((int)ev[0].events) : "none");
+}
+
+static void row_epoll_flags(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
+	char buf[16];
+	int c, s, ep = epoll_create1(EPOLL_CLOEXEC), ep2 = epoll_create1(0);
+
+	puts("== EPOLLRDHUP, EPOLLONESHOT, EPOLLEXCLUSIVE");
+	pair(&c, &s);
+	CALL("epoll_ctl ADD IN|RDHUP", epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
+	show_epoll("epoll_wait, nothing yet", ep, 0);
+	CALL("peer's shutdown(SHUT_WR)", shutdown(c, SHUT_WR));
+	show_epoll("epoll_wait", ep, FOREVER);
+	CALL("epoll_ctl DEL", epoll_ctl(ep, EPOLL_CTL_DEL, s, NULL));
+	unpair(c, s);
+
+	pair(&c, &s);
+	ev.events = EPOLLIN | EPOLLONESHOT;
+	CALL("epoll_ctl ADD IN|ONESHOT", epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
+	CALL("peer sends", send(c, "x", 1, 0));
+	show_epoll("epoll_wait", ep, FOREVER);
+	show_epoll("epoll_wait again, not re-armed", ep, 0);
+	CALL("epoll_ctl MOD re-arms", epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev));
+	show_epoll("epoll_wait, re-armed, unread", ep, 0);
+	CALL("recv", recv(s, buf, sizeof(buf), 0));
+	CALL("epoll_ctl MOD re-arms", epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev));
+	show_epoll("epoll_wait, all read", ep, 0);
+	unpair(c, s);
+
+	pair(&c, &s);
+	ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+	CALL("epoll_ctl ADD IN|EXCLUSIVE", epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
+	CALL("epoll_ctl ADD IN|EXCLUSIVE, second", epoll_ctl(ep2, EPOLL_CTL_ADD, s, &ev));
+	CALL("epoll_ctl MOD IN|EXCLUSIVE", epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev));
+	CALL("peer sends", send(c, "x", 1, 0));
+	show_epoll("epoll_wait, first", ep, FOREVER);
+	show_epoll("epoll_wait, second", ep2, FOREVER);
+	unpair(c, s);
+	close(ep);
+	close(ep2);
+}
+
+/*
+ * Sends one byte on *fd once the main thread is likely asleep: a wakeup to
+ * deliver (sent sooner, the row prints the same and tests a little less).
+ */
+static void *send_later(void *fd)
+{
+	usleep(300000);
+	send(*(int *)fd, "w", 1, 0);
+	return NULL;
+}
+
+/* How the inner epoll instance is waited for: by an outer one, poll, ppoll, select, pselect. */
+enum outer { BY_EPOLL, BY_POLL, BY_PPOLL, BY_SELECT, BY_PSELECT };
+
+static int wait_outer(enum outer how, int inner, int outer_ep, int timeout_ms)
+{
+	struct pollfd p = { .fd = inner, .events = POLLIN };
+	struct timespec ts = { timeout_ms / 1000, timeout_ms % 1000 * 1000000L };
+	struct timeval tv = { timeout_ms / 1000, timeout_ms % 1000 * 1000 };
+	struct epoll_event ev;
+	fd_set r;
+	bool forever = timeout_ms < 0;
+
+	FD_ZERO(&r);
+	FD_SET(inner, &r);
+	switch (how) {
+	case BY_EPOLL:
+		return epoll_pwait2(outer_ep, &ev, 1, forever ? NULL : &ts, NULL);
+	case BY_POLL:
+		return poll(&p, dyn(1), timeout_ms);
+	case BY_PPOLL:
+		return ppoll(opaque(&p), 1, forever ? NULL : &ts, NULL);
+	case BY_SELECT:
+		return select(inner + 1, &r, NULL, NULL, forever ? NULL : &tv);
+	default:
+		return pselect(inner + 1, &r, NULL, NULL, forever ? NULL : &ts, NULL);
+	}
+}
+
+/* outer_first: the inner instance goes into the outer one while it is still empty */
+static void row_nested(enum outer how, const char *name, bool outer_first)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	pthread_t t;
+	char buf[8];
+	int c, s, inner = epoll_create(1), outer = epoll_create1(0);
+
+	pair(&c, &s);
+	printf("== nested epoll, waited for by %s\n", name);
+	/* a byte came and was read: the connection's wake-up was spent on it */
+	CALL("peer sends", send(c, "u", 1, 0));
+	await_in(s);
+	CALL("recv", recv(s, buf, sizeof(buf), 0));
+	if (outer_first)
+		CALL("epoll_ctl ADD the inner to the outer", epoll_ctl(outer, EPOLL_CTL_ADD, inner, &ev));
+	CALL("epoll_ctl ADD to the inner", epoll_ctl(inner, EPOLL_CTL_ADD, s, &ev));
+	if (!outer_first)
+		CALL("epoll_ctl ADD the inner to the outer", epoll_ctl(outer, EPOLL_CTL_ADD, inner, &ev));
+	CALL("nothing sent: outer says", wait_outer(how, inner, outer, 0));
+	show_epoll("nothing sent: inner says", inner, 0);
+	pthread_create(&t, NULL, send_later, &c);
+	CALL("sent while asleep: outer says", wait_outer(how, inner, outer, FOREVER));
+	pthread_join(t, NULL);
+	show_epoll("inner says", inner, 0);
+	CALL("recv", recv(s, buf, sizeof(buf), MSG_DONTWAIT));
+	CALL("all read: outer says", wait_outer(how, inner, outer, 0));
+	CALL("peer sends", send(c, "v", 1, 0));
+	await_in(s);
+	CALL("unread: outer says", wait_outer(how, inner, outer, FOREVER));
+	show_epoll("inner says", inner, 0);
+	unpair(c, s);
+	close(inner);
+	/* the inner's number goes to the next descriptor: a new one for the outer */
+	pair(&c, &s);
+	CALL("epoll_ctl ADD a socket, the inner closed", epoll_ctl(outer, EPOLL_CTL_ADD, c, &ev));
+	CALL("peer sends", send(s, "t", 1, 0));
+	CALL("outer says", epoll_wait(outer, &ev, 1, FOREVER));
+	unpair(c, s);
+	close(outer);
+}
+
+/* The interposed calls the rows above leave out, each on a live connection. */
+static void row_every_call(void)
+{
+	char buf[64] = { 0 }, file[] = "/tmp/semprobe.XXXXXX";
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	struct iovec iov = { buf, 4 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct mmsghdr mm = { .msg_hdr = msg };
+	struct epoll_event ev = { .events = EPOLLIN };
+	int c, s, d, p[2], f = mkstemp(file), ep = epoll_create1(0);
+	off_t off = 0;
+	off64_t off64 = 0;
+
+	puts("== every other interposed call");
+	unlink(file);
+	CALL("write the file", write(f, "filedata", 8));
+	pair(&c, &s);
+	CALL("getsockname", getsockname(c, (void *)&a, &len));
+	CALL("getpeername", getpeername(s, (void *)&a, &len));
+	CALL("getsockopt(SO_ERROR)", getsockopt(c, SOL_SOCKET, SO_ERROR, buf, &len));
+	CALL("fcntl(F_GETFL) O_NONBLOCK", fcntl(c, F_GETFL) & O_NONBLOCK);
+	CALL("fcntl64(F_SETFL, O_NONBLOCK)", fcntl64(s, F_SETFL, O_NONBLOCK));
+	CALL("recvfrom, nothing yet", recvfrom(s, buf, 4, 0, NULL, NULL));
+	CALL("sendto", sendto(c, "abcd", 4, 0, NULL, 0));
+	CALL("sendfile", sendfile(c, f, &off, 4));
+	CALL("sendfile64", sendfile64(c, f, &off64, 8));
+	CALL("writev", writev(c, &iov, 1));
+	CALL("sendmsg", sendmsg(c, &msg, 0));
+	CALL("sendmmsg", sendmmsg(c, &mm, 1, 0));
+	CALL("epoll_ctl ADD", epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
+	CALL("epoll_pwait", epoll_pwait(ep, &ev, 1, FOREVER, NULL));
+	CALL("ppoll (fortified)",
+	     ppoll(&(struct pollfd){ .fd = s, .events = POLLIN }, dyn(1), NULL, NULL));
+	CALL("recvfrom", recvfrom(s, opaque(buf), 4, 0, (void *)&a, &len));
+	printf("%-44s %.4s\n", "bytes", buf);
+	CALL("recvfrom (fortified)", recvfrom(s, buf, dyn(4), 0, NULL, NULL));
+	CALL("recv (fortified)", recv(s, buf, dyn(4), 0));
+	CALL("read (fortified)", read(s, buf, dyn(4)));
+	printf("%-44s %.4s\n", "bytes", buf);
+	CALL("read", read(s, opaque(buf), 4));
+	CALL("readv", readv(s, &iov, 1));
+	CALL("recvmsg", recvmsg(s, &msg, 0));
+	CALL("recvmmsg", recvmmsg(s, &mm, 1, 0, NULL));
+	CALL("pipe", pipe(p));
+	CALL("send 3", send(c, "xyz", 3, 0));
+	await_in(s);
+	CALL("splice socket to pipe", splice(s, NULL, p[1], NULL, 3, 0));
+	CALL("splice pipe to socket", splice(p[0], NULL, c, NULL, 3, 0));
+	await_in(s);
+	d = dup(s);
+	CALL("dup, read through it", read(d, buf, 3));
+	CALL("dup2 is the descriptor asked for", dup2(c, d) == d);
+	CALL("dup3 is the descriptor asked for", dup3(s, d, O_CLOEXEC) == d);
+	CALL("close the dup", close(d));
+	CALL("fcntl64(listener, F_SETFL, O_NONBLOCK)", fcntl64(listener, F_SETFL, O_NONBLOCK));
+	CALL("accept4, nothing waits", accept4(listener, NULL, NULL, SOCK_NONBLOCK));
+	CALL("close_range of the file", close_range((unsigned int)f, (unsigned int)f, 0));
+	unpair(c, s);
+	close(p[0]);
+	close(p[1]);
+	close(ep);
+}
+
+static void listen_on_port(void)
+{
+	struct sockaddr_in a = loopback();
+	int one = 1;
+
+	listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (listener < 0 || setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(listener, (void *)&a, sizeof(a)) || listen(listener, 16)) {
+		perror("listener");
+		exit(1);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct in_addr check;
+
+	if (argc != 3 || inet_pton(AF_INET, argv[1], &check) != 1 || (port = atoi(argv[2])) <= 0) {
+		fprintf(stderr, "usage: semprobe IPV4_ADDR PORT\n");
+		return 2;
+	}
+	addr = argv[1];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, on_sigpipe);
+	alarm(HANG_SECONDS);
+	listen_on_port();
+	row_sigpipe();
+	row_shutdown();
+	row_queues();
+	row_oob();
+	row_trunc_cork();
+	row_timeouts();
+	row_epoll_flags();
+	row_nested(BY_EPOLL, "epoll", false);
+	row_nested(BY_EPOLL, "epoll, which held it first", true);
+	row_nested(BY_POLL, "poll", false);
+	row_nested(BY_PPOLL, "ppoll", false);
+	row_nested(BY_SELECT, "select", false);
+	row_nested(BY_PSELECT, "pselect", false);
+	row_every_call();
+	closefrom(listener);
+	printf("connections: %d\n", pairs);
+	return 0;
+}
