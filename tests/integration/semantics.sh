@@ -23,7 +23,7 @@ expect_eq "interposed functions the probe does not call" "${missing:-none}" none
 timeout 120 "$probe" "$TEST_ADDR" "$PORT" > "$WORK/plain.out" 2> "$WORK/plain.err"
 expect_eq "plain run exit status" "$?" 0
 start_smcrd "$PORT" 64
-LD_PRELOAD=$LIB SMCR_LOG=warn timeout 120 "$probe" "$TEST_ADDR" "$PORT" > "$WORK/smcr.out" 2> "$WORK/smcr.err"
+LD_PRELOAD=$PRELOAD SMCR_LOG=warn timeout 120 "$probe" "$TEST_ADDR" "$PORT" > "$WORK/smcr.out" 2> "$WORK/smcr.err"
 rc=$?
 # its waits have no timeout: SIGALRM (128 + 14) ends one that never woke
 [ "$rc" = 142 ] && fail "the preloaded probe hung (a wait that never ended: a lost wakeup?) after '$(tail -n 1 "$WORK/smcr.out")'"
