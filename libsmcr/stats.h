@@ -28,7 +28,7 @@
 #include "reason.h"
 
 /* Bumped whenever struct smcr_stats changes: smcrd refuses other layouts. */
-#define SMCR_STATS_LAYOUT 4
+#define SMCR_STATS_LAYOUT 5
 
 /* The scalar counters, each only ever growing; transport[], fallbacks[] and rdma follow. */
 #define SMCR_STATS_COUNTERS(X)                                                      \
