@@ -3,9 +3,9 @@
  *
  * Each layout is written once per direction, field by field in wire order,
  * so that the encoder and the decoder of a message read like its table in
- * PROTOCOL.md.  The decoder first proves that the message's length is the
- * one its header and contents imply, and only then reads fields: every read
- * below is inside the buffer because of the checks before it.
+ * docs/PROTOCOL.md.  The decoder first proves that the message's length is
+ * the one its header and contents imply, and only then reads fields: every
+ * read below is inside the buffer because of the checks before it.
  */
 #include <assert.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  *
  * Layouts are those of RFC 7609 and Linux net/smc version 1, byte for byte:
  * SMC-R for the RDMA transport, SMC-D v1 for the same-host shared-memory
- * transport.  libsmcr/PROTOCOL.md gives every offset and what we put in the
+ * transport.  docs/PROTOCOL.md gives every offset and what we put in the
  * SMC-D fields.  Structures here are in host order; the codec does the byte
  * order.
  *
@@ -119,8 +119,8 @@ struct smcr_clc_accept_confirm {
 
 /* The SMC-D v1 transport description (the sender's receive buffer). */
 struct smcd_clc_accept_confirm {
-	uint64_t gid;                   /* the sender's GID (PROTOCOL.md) */
-	uint64_t token;                 /* the sender's receive buffer (PROTOCOL.md) */
+	uint64_t gid;                   /* the sender's GID (docs/PROTOCOL.md) */
+	uint64_t token;                 /* the sender's receive buffer (docs/PROTOCOL.md) */
 	uint8_t dmbe_idx;
 	uint8_t dmbe_size;              /* 4 bits, compressed like rmbe_size */
 	uint32_t link_id;

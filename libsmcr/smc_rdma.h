@@ -7,7 +7,7 @@
  * device for the connection's local address, every entry point fails with
  * -ENODEV, which the handshake answers with a Decline NOSMCDEV.
  *
- * Setting a connection up (PROTOCOL.md, section 9).  conn->sock and
+ * Setting a connection up (docs/PROTOCOL.md, section 9).  conn->sock and
  * conn->st->token are set before the first call:
  *
  *   client                                  server

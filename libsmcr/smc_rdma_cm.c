@@ -1,6 +1,6 @@
 /*
  * smc_rdma_cm.c - finding and establishing links through librdmacm
- * (smc_rdma_link.h; PROTOCOL.md, section 9, has the whole exchange).
+ * (smc_rdma_link.h; docs/PROTOCOL.md, section 9, has the whole exchange).
  *
  * The side that needs a link and has none (the CLC server, before its
  * Accept) resolves the peer's address and instance port on an event

@@ -7,7 +7,7 @@
  * WRITEs and CDC SENDs of every connection between them; CDCs are handed
  * to the connection whose token they carry.  Each process listens on an
  * rdma_cm id bound to the local address of its connections, on a port the
- * kernel picks: that port is the process's "instance" (PROTOCOL.md,
+ * kernel picks: that port is the process's "instance" (docs/PROTOCOL.md,
  * section 9), and a link is found again by the peer's address and
  * instance.  One thread per process (the poller) accepts links, takes
  * their completions and notices their failures.

@@ -33,10 +33,11 @@
  * stores, and the reader's first load (acquire) comes before it reads the
  * ring: the data is there before the CDC that announces it.
  *
- * Waking (readiness.md, mechanisms 3, 4 and 6: spin, then sleep).  A waiter
- * takes a snapshot of events() (mailbox seq plus local wake count), spins a
- * while (spin.h) for it to move, then sleeps in one of two ways, each with
- * its word in our control area that tells the peer to wake it:
+ * Waking (docs/ARCHITECTURE.md, "Waiting and waking": spin, then sleep).
+ * A waiter takes a snapshot of events() (mailbox seq plus local wake
+ * count), spins a while (spin.h) for it to move, then sleeps in one of two
+ * ways, each with its word in our control area that tells the peer to wake
+ * it:
  *  - inside the library (a blocking send or recv): on the futex word
  *    `waiting`; FUTEX_WAKE wakes every such sleeper at once (a reader and a
  *    writer may both sleep).  The sleep is cut in slices of a second, after

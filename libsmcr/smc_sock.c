@@ -125,7 +125,7 @@ static enum smcr_sock_phase phase_of(const struct smcr_sock *sk)
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct smcr_sock *all;
 
-/* ---- identity: which host and namespace we are on (PROTOCOL.md) ---- */
+/* ---- identity: which host and namespace we are on (docs/PROTOCOL.md) ---- */
 
 static uint32_t fnv1a(uint32_t h, const void *data, size_t len)
 {

@@ -4,14 +4,14 @@
  * application's poll, select and epoll calls).
  *
  * Waking a sleeper on another CPU costs more than the whole TCP stack on
- * the machines measured (readiness.md: ~23 us), so a waiter whose answer
- * is moments away spins first.  20 us is longer than one such wakeup, so a
- * peer that answers at once is never missed; shorter spins made both sides
- * fall asleep in turn (readiness.md, N=5 us).
+ * the machines measured (docs/ARCHITECTURE.md, "Waiting and waking": ~23 us
+ * on a 2-vCPU guest), so a waiter whose answer is moments away spins
+ * first.  20 us is longer than one such wakeup, so a peer that answers at
+ * once is never missed; a 5 us spin made both sides fall asleep in turn.
  *
  * A spin that ends empty-handed SMCR_SPIN_GIVE_UP times in a row means the
  * peer does not answer within it - idle, or sharing our CPU, where every
- * spin only delays it (readiness.md: 46 us against 4.6 us for going
+ * spin only delays it (same section: 46 us against 4.6 us for going
  * straight to sleep).  Then the next SMCR_SPIN_PAUSE waits sleep at once
  * before spinning is tried again, unless the waiter is steady: its peer
  * never needs our CPU to answer (RDMA, smc_rdma.c).  On one CPU there is
