@@ -37,9 +37,9 @@
 #     then exits with status 97; leaks count if our code allocated them);
 #   - a libsmcr "warn:" or "error:" line in any file in $WORK, unless the
 #     test allowed it by name (allow_log);
-#   - a process started by start_bg that died of a crash signal or a
-#     sanitizer: stop_bg checks its status, and finish stops the ones still
-#     running and checks theirs.
+#   - a process started by start_bg that died of a crash signal or of TSan:
+#     stop_bg checks its status, and finish stops the ones still running
+#     and checks theirs.
 #
 # Two environment variables say where and over what the tests run; unset,
 # everything runs as it always has (loopback, shared memory):
@@ -53,8 +53,8 @@
 #       $TEST_ADDR, not loopback) and on_transport checks the rdma counters,
 #       and that shm counted nothing.  The tests that compare programs plainly
 #       and under the preload (redis, iperf3, sockperf, socat, fork) start
-#       smcrd only if it is set (with_smcrd): unset, their preloaded runs go
-#       on TCP as always (no daemon).
+#       smcrd only if it is set (with_smcrd; CTest's NAME-shm variants set
+#       it): unset, their preloaded runs go on TCP (no daemon, NODAEMON).
 # A third lets several test runs share a host: SMCR_TEST_CGROUP, a cgroup v2
 # directory that holds the test (unset: the cgroup v2 root).  $SMCRD, the
 # command that starts smcrd, attaches its negotiation program there, so that
