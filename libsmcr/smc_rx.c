@@ -231,6 +231,13 @@ static int rx_consume(struct smc_conn *conn, const struct rx_pos *pos)
 	return smc_tx_consumer_update(conn, passed_mark);
 }
 
+/* The next byte in the ring is the urgent one (rx_urg_mark is just after it). */
+static bool rx_urgent_next(const struct smc_conn *conn)
+{
+	return conn->st->rx_urg_unpassed &&
+	       smc_cursor_diff(conn->st->rmb_size, conn->st->rx_cons, conn->st->rx_urg_mark) == 1;
+}
+
 /*
  * The urgent byte was read and is the next in the ring: step over it and
  * tell the peer at once.  Its sender writes nothing after an urgent byte
@@ -239,10 +246,7 @@ static int rx_consume(struct smc_conn *conn, const struct rx_pos *pos)
  */
 static int rx_step_over_urgent(struct smc_conn *conn)
 {
-	uint32_t size = conn->st->rmb_size;
-
-	if (!conn->st->rx_urg_unpassed ||
-	    smc_cursor_diff(size, conn->st->rx_cons, conn->st->rx_urg_mark) != 1)
+	if (!rx_urgent_next(conn))
 		return 0;
 	conn->st->rx_cons = conn->st->rx_urg_mark;
 	conn->st->rx_urg_unpassed = false;
@@ -350,6 +354,12 @@ size_t smc_rx_readable(struct smc_conn *conn)
 	n = smc_rx_readable_locked(conn);
 	smc_conn_unlock(conn);
 	return n;
+}
+
+bool smc_rx_at_mark_locked(const struct smc_conn *conn)
+{
+	return rx_urgent_next(conn) ||
+	       (conn->st->rx_urg_stepped && smc_cursor_equal(conn->st->rx_cons, conn->st->rx_urg_mark));
 }
 
 bool smc_rx_urgent(struct smc_conn *conn)

@@ -42,6 +42,13 @@ size_t smc_rx_readable_locked(struct smc_conn *conn);	/* under the connection lo
 bool smc_rx_urgent(struct smc_conn *conn);
 
 /*
+ * Under the connection lock: the reader is at the urgent mark (SIOCATMARK):
+ * the next byte is the urgent one, or was, read with MSG_OOB and stepped
+ * over - as TCP's, until more is read.
+ */
+bool smc_rx_at_mark_locked(const struct smc_conn *conn);
+
+/*
  * Under the connection lock: fetches and applies the CDCs the peer sent since the
  * last fetch, then sends a consumer update if one is due.  Returns
  * -conn->err once the connection has failed: the peer aborted, or broke

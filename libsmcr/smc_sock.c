@@ -986,15 +986,7 @@ bool smcr_sock_ioctl(struct smcr_sock *sk, unsigned long request, void *arg, int
 	}
 	case SIOCATMARK:
 		smc_conn_lock(&sk->conn);
-		/*
-		 * The next byte is the urgent one (rx_urg_mark is just after
-		 * it), or was, read and stepped over: as TCP's, until more is read.
-		 */
-		*(int *)arg = (sk->conn.st->rx_urg_unpassed &&
-			       smc_cursor_diff(sk->conn.st->rmb_size, sk->conn.st->rx_cons,
-					       sk->conn.st->rx_urg_mark) == 1) ||
-			      (sk->conn.st->rx_urg_stepped &&
-			       smc_cursor_equal(sk->conn.st->rx_cons, sk->conn.st->rx_urg_mark));
+		*(int *)arg = smc_rx_at_mark_locked(&sk->conn);
 		smc_conn_unlock(&sk->conn);
 		*rc = 0;
 		return true;
