@@ -58,14 +58,6 @@ for c in conns:
     c.close()
 EOF
 
-# mem_fallbacks: the connection ends that fell back with MEM, from smcrctl stats --json.
-mem_fallbacks() {
-	"$BIN/smcrctl" stats --json | "$PY" -c '
-import json, sys
-r = json.load(sys.stdin)["connections"]["fallback_reasons"]
-print(sum(x["count"] for x in r if x["name"] == "MEM"))'
-}
-
 start_bg server smcr "$PY" "$WORK/server.py" "$TEST_ADDR" 19401
 srv=$LAST_PID
 wait_listen 19401 "$srv"
@@ -87,7 +79,7 @@ expect_eq "memory in use (max_memory $LIMIT)" "$(stats_counter in_use)" $((FIT *
 expect_eq "connections on $TEST_TRANSPORT (both ends' buffers fit $FIT)" \
 	"$(transport_counter clients) $(transport_counter servers)" "$FIT $FIT"
 # each end of the others falls back with MEM (or because its peer did)
-mem=$(mem_fallbacks)
+mem=$(fallback_count MEM)
 if [ "$mem" -ge $((CONNS - FIT)) ] 2>/dev/null; then
 	pass "$mem connection ends fell back with MEM ($((CONNS - FIT)) connections did not fit)"
 else

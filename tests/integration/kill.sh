@@ -40,23 +40,12 @@ charged() {
 	expect_at_least "$mode: max_memory in use by the two ends mid-transfer" "$(stats_counter in_use)" $((2 * rmb))
 }
 
-# ended PID: sets $how to how process PID, a child of this shell (so not in
-# a subshell), ended within $secs s: "exit N", "signal NAME", or "still
-# running" (then it is killed).
+# ended PID: sets $how to how process PID, started by start_bg in this
+# shell (so not in a subshell), ended within $secs s: "exit N" or "signal
+# NAME".  stop_bg fails the test if it had to kill it, or if it crashed.
 ended() {
-	local rc
-	for _ in $(seq $((secs * 10))); do
-		kill -0 "$1" 2> /dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$1" 2> /dev/null; then
-		kill -9 "$1"
-		wait "$1" 2> /dev/null
-		how="still running after $secs s"
-		return
-	fi
-	wait "$1" 2> /dev/null
-	rc=$?
+	local rc=0
+	stop_bg "$1" - "$secs" || rc=$?
 	how="exit $rc"
 	[ "$rc" -le 128 ] || how="signal $(kill -l $((rc - 128)))"
 }

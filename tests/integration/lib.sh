@@ -29,6 +29,9 @@
 #   memory_back WHAT [TENTHS]       every buffer is back with max_memory
 #   allow_log PATTERN  libsmcr warn:/error: lines this test expects (below)
 #   fallbacks_seen     each fallback libsmcr logged: process, fd, reason
+#   fallback_reasons, fallback_count REASON   smcrd's fallbacks by reason
+#   interposed_functions   the functions libsmcr interposes (real.h)
+#   until_true CMD...  up to 5 s for CMD to succeed
 #   pass MSG / fail MSG / finish
 #
 # What a test cannot miss (checked by finish, whatever the test asserted):
@@ -438,13 +441,27 @@ on_transport() {
 	last_cli=$cli last_srv=$srv last_bytes=$b last_fallbacks=$fb
 }
 
-# fallbacks_counted: the connection ends smcrd counts as fallen back to
-# TCP, but for PEERCLOSED.
-fallbacks_counted() {
+# fallback_reasons: smcrd's fallbacks to TCP by reason, one "NAME CODE
+# COUNT" line each (smcrctl stats --json); nothing if there are none, and
+# status 1 if smcrctl could not say.
+fallback_reasons() {
 	"$BIN/smcrctl" stats --json | "$PY" -c '
 import json, sys
-print(sum(r["count"] for r in json.load(sys.stdin)["connections"]["fallback_reasons"]
-          if r["name"] != "PEERCLOSED"))'
+for r in json.load(sys.stdin)["connections"]["fallback_reasons"]:
+    print(r["name"], r["code"], r["count"])'
+}
+
+# fallback_count REASON: the connection ends that fell back with REASON.
+fallback_count() {
+	fallback_reasons | awk -v reason="$1" '$1 == reason { n = $3 } END { print n + 0 }'
+}
+
+# fallbacks_counted: the connection ends smcrd counts as fallen back to
+# TCP, but for PEERCLOSED; nothing if smcrctl could not say.
+fallbacks_counted() {
+	local reasons
+	reasons=$(fallback_reasons) || return 1
+	awk '$1 != "PEERCLOSED" { n += $3 } END { print n + 0 }' <<< "$reasons"
 }
 
 # expect_fallbacks NAME GOT WANT: GOT connection ends fell back to TCP, as
@@ -452,11 +469,16 @@ print(sum(r["count"] for r in json.load(sys.stdin)["connections"]["fallback_reas
 # logged in this test (process, descriptor, reason).
 expect_fallbacks() {
 	expect_eq "$1: fallbacks to TCP" "$2" "$3" && return
-	echo "    by reason (smcrd): $("$BIN/smcrctl" stats --json | "$PY" -c '
-import json, sys
-print(", ".join("%s (%s): %d" % (r["name"], r["code"], r["count"])
-                for r in json.load(sys.stdin)["connections"]["fallback_reasons"]) or "none")')"
+	echo "    by reason (smcrd): $(fallback_reasons |
+		awk '{ printf "%s%s (%s): %s", (NR > 1 ? ", " : ""), $1, $2, $3 } END { if (!NR) printf "none" }')"
 	fallbacks_seen | sed 's/^/    logged: /'
+}
+
+# interposed_functions: the functions libsmcr interposes (libsmcr/real.h's
+# X() table), sorted, one per line.
+interposed_functions() {
+	grep -oE '^[[:space:]]*X\([^,]+, *[A-Za-z0-9_]+,' "$SRC/libsmcr/real.h" |
+		sed -E 's/.*, *([A-Za-z0-9_]+),$/\1/' | sort
 }
 
 # expect_at_least WHAT ACTUAL MIN
@@ -470,11 +492,7 @@ expect_eq() {
 
 # wait_for FILE PATTERN: up to 5 s for PATTERN in FILE.
 wait_for() {
-	for _ in $(seq 50); do
-		grep -q -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
+	until_true grep -qs -- "$2" "$1"
 }
 
 # capture FILE FILTER [PREFIX...]: loopback TCP packets matching FILTER (a

@@ -15,8 +15,7 @@ probe=$BIN/semprobe
 # reach the library (fortified forms included).
 # (Files, not <(...): tests/vm's guests have no /dev/fd.)
 nm -D "$probe" | awk '$1 == "U" { sub(/@.*/, "", $2); print $2 }' | sort > "$WORK/imports"
-grep -oE '^[[:space:]]*X\([^,]+, *[A-Za-z0-9_]+,' "$(dirname "$0")/../../libsmcr/real.h" |
-	sed -E 's/.*, *([A-Za-z0-9_]+),$/\1/' | sort > "$WORK/interposed"
+interposed_functions > "$WORK/interposed"
 missing=$(comm -23 "$WORK/interposed" "$WORK/imports" | xargs)
 expect_eq "interposed functions the probe does not call" "${missing:-none}" none
 
@@ -43,8 +42,6 @@ allow_log 'rdma: cannot wake the poller'
 conns=$(sed -n 's/^connections: //p' "$WORK/plain.out")
 on_transport "semprobe" "${conns:-1}" 1
 expect_eq "CLC exchanges that failed (reset)" "$(stats_counter handshake_errors)" 0
-reasons=$("$BIN/smcrctl" stats --json | "$PY" -c '
-import json, sys
-print(" ".join("%s=%s" % (r["name"], r["count"]) for r in json.load(sys.stdin)["connections"]["fallback_reasons"]))')
+reasons=$(fallback_reasons | awk '{ printf "%s%s=%s", (NR > 1 ? " " : ""), $1, $3 }')
 expect_eq "fallback reasons" "${reasons:-none}" none
 finish

@@ -29,7 +29,6 @@ SUM=0                           # bytes the preloaded curls sent and received
 
 # json FIELD...: one figure of smcrctl stats --json (a Python expression on j).
 json() { "$BIN/smcrctl" stats --json | "$PY" -c "import json, sys; j = json.load(sys.stdin); print($1)"; }
-reason() { json "sum(r['count'] for r in j['connections']['fallback_reasons'] if r['name'] == '$1')"; }
 
 # outcomes: what the debug logs of batch $BATCH say each end recorded, as
 # "smc=N REASON=N ..." sorted; the same from smcrctl stats --json.
@@ -87,8 +86,8 @@ expect_eq "json: outcomes as the ends recorded them" "$(counted)" "$(outcomes)"
 expect_eq "json: outcomes recorded" \
 	"$(json "j['connections']['smc_clients'] + j['connections']['smc_servers'] + j['connections']['fallbacks']")" $((2 * N + 4))
 SMC1=$(json "j['connections']['smc_clients']")
-expect_eq "json: PEERNOSMC" "$(reason PEERNOSMC)" 2
-expect_eq "json: POLICY" "$(reason POLICY)" 2
+expect_eq "json: PEERNOSMC" "$(fallback_count PEERNOSMC)" 2
+expect_eq "json: POLICY" "$(fallback_count POLICY)" 2
 expect_eq "json: POLICY code" "$(json "[r['code'] for r in j['connections']['fallback_reasons'] if r['name'] == 'POLICY'][0]")" 0x03000200
 # The plain curls' bytes were seen by the server only; the rest by both ends.
 IN=$(json "j['data']['tcp_bytes_in'] + j['data']['shm_bytes_in']")

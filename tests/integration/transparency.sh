@@ -53,8 +53,7 @@ LD_PRELOAD=$PRELOAD timeout 60 "$probe" > /dev/null 2> "$WORK/quiet.err"
 if [ -s "$WORK/quiet.err" ]; then fail "library printed at the default level: $(head -3 "$WORK/quiet.err")"; else pass "silent at the default log level"; fi
 
 # Every function named in real.h is exported, and nothing else.
-listed=$(grep -oE '^[[:space:]]*X\([^,]+, *[A-Za-z0-9_]+,' "$(dirname "$0")/../../libsmcr/real.h" |
-	 sed -E 's/.*, *([A-Za-z0-9_]+),$/\1/' | sort)
+listed=$(interposed_functions)
 exported=$(nm -D --defined-only "$LIB" | awk '{print $3}' | sort)
 if [ "$listed" = "$exported" ]; then pass "exports exactly the $(echo "$listed" | wc -l) interposed functions"; else fail "exports differ from real.h: $(diff <(echo "$listed") <(echo "$exported") | tr '\n' ' ')"; fi
 
