@@ -3,7 +3,7 @@
  * their buffer-memory grants against max_memory, the shared-memory buffers
  * they offer each other (shm_broker.h), their statistics (stats_agg.h),
  * status, statistics and reload requests
- * (protocol: libsmcr/control_proto.h).
+ * (protocol: common/control_proto.h).
  */
 #ifndef SMCRD_CONTROL_H
 #define SMCRD_CONTROL_H

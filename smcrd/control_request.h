@@ -2,7 +2,7 @@
  * control_request.h - one request as smcrd takes it from a client's control
  * connection: its bytes and its descriptors (SCM_RIGHTS) in one recvmsg(),
  * and whether they have the form of a request (protocol:
- * libsmcr/control_proto.h).  What a well-formed request asks, and whether
+ * common/control_proto.h).  What a well-formed request asks, and whether
  * its descriptors are of the kinds it needs, is control.c's (it checks them
  * where it uses them: shm_broker.c, stats_agg.c).  Nothing here needs a
  * running daemon: the fuzz target tests/fuzz/fuzz_control.c calls it too.

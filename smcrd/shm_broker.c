@@ -38,7 +38,7 @@
  * the owner may not.
  *
  * Resuming.  The offering end also leaves its connection state (a third
- * memfd, libsmcr/smc_sock.c) with the offer, and any process that shows the
+ * memfd, libsmcr/socket/smc_sock.c) with the offer, and any process that shows the
  * offering socket itself (same socket cookie: it holds a descriptor of it,
  * passed over SCM_RIGHTS, or inherited across exec) gets back the state,
  * the buffer and the eventfd, with the other end's buffer and eventfd if

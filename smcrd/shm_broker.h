@@ -1,7 +1,7 @@
 /*
  * shm_broker.h - the shared-memory buffers that the two ends of a TCP
  * connection on this host hand each other through smcrd (protocol:
- * SMCR_CONTROL_OFFER, _ATTACH and _WITHDRAW in libsmcr/control_proto.h).
+ * SMCR_CONTROL_OFFER, _ATTACH and _WITHDRAW in common/control_proto.h).
  *
  * An offer is a sealed memfd that one end puts up for the other end of its
  * connection, with the eventfd by which that other end wakes the owner and

@@ -1,6 +1,6 @@
 /*
  * stats_agg.h - the host's statistics, summed by smcrd from every registered
- * process's counters (libsmcr/stats.h): the regions of live processes,
+ * process's counters (common/stats_region.h): the regions of live processes,
  * mapped read-only, plus the final counts of those that have exited, less a
  * baseline taken at the last reset (entstat -r: later readers see zero).
  *
@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "stats.h"
+#include "stats_region.h"
 
 struct smcr_control_stats;
 

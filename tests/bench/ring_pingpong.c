@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "shm_broker_client.h"
+#include "sys.h"
 #include "smc_rx.h"
 #include "smc_shm.h"
 #include "smc_tx.h"
@@ -179,12 +180,12 @@ static void run(bool ring, unsigned int size_class, long rounds, uint64_t bytes)
 	pid_t pid;
 
 	if (ring) {
-		end0[0] = smcr_shm_memfd(smc_shm_region_size(size_class));
-		end1[0] = smcr_shm_memfd(smc_shm_region_size(size_class));
+		end0[0] = smcr_sys_memfd_sealed(smc_shm_region_size(size_class));
+		end1[0] = smcr_sys_memfd_sealed(smc_shm_region_size(size_class));
 		end0[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		end1[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		if (end0[0] < 0 || end1[0] < 0 || end0[1] < 0 || end1[1] < 0)
-			die("smcr_shm_memfd");
+			die("smcr_sys_memfd_sealed");
 	} else {
 		tcp_pair(tcp);
 	}

@@ -1,5 +1,5 @@
 /*
- * fuzz_cdc.c - libFuzzer target for the CDC codec (libsmcr/smc_cdc.c) and
+ * fuzz_cdc.c - libFuzzer target for the CDC codec (libsmcr/wire/smc_cdc.c) and
  * the cursor arithmetic (smc_cursor.h).
  *
  * Every input is offered to smc_cdc_decode(); a message it accepts must

@@ -1,6 +1,6 @@
 /*
  * fuzz_cdc_seq.c - libFuzzer target for the receive side of one connection
- * under a sequence of CDC messages from a hostile peer (libsmcr/smc_rx.c,
+ * under a sequence of CDC messages from a hostile peer (libsmcr/conn/smc_rx.c,
  * with smc_tx.c, smc_cdc.c and smc_cursor.h), interleaved with reads,
  * writes, polls and a shutdown of our own (fuzz_cdc_seq_input.h).
  *
@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 
 #include "fuzz_cdc_seq_input.h"
+#include "smc_conn.h"
 #include "smc_rx.h"
 #include "smc_tx.h"
 
@@ -272,7 +273,7 @@ static int fetch(struct smc_conn *conn)
 	int rc;
 
 	smc_conn_lock(conn);
-	rc = smc_rx_cdc_fetch(conn);
+	rc = smc_conn_cdc_fetch(conn);
 	smc_conn_unlock(conn);
 	return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * fuzz_clc.c - libFuzzer target for the CLC codec (libsmcr/smc_clc.c).
+ * fuzz_clc.c - libFuzzer target for the CLC codec (libsmcr/wire/smc_clc.c).
  *
  * Each input is used twice:
  *  - as the bytes of a received message: smc_clc_decode() must not crash or

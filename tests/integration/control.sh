@@ -122,7 +122,7 @@ if kill -0 "$daemon" && status > /dev/null; then pass "smcrd still serves after 
 # handed to smcrd in a request: smcrd must go on answering.  smcrd is
 # stopped until the sender has closed its copy, so that smcrd's close is the
 # last, the one that lingers (else it may be the sender's).
-version=$(sed -n 's/^#define SMCR_CONTROL_VERSION \([0-9]*\).*/\1/p' "$(dirname "$0")/../../libsmcr/control_proto.h")
+version=$(sed -n 's/^#define SMCR_CONTROL_VERSION \([0-9]*\).*/\1/p' "$(dirname "$0")/../../common/control_proto.h")
 kill -STOP "$daemon"
 "$PY" - "$SMCR_RUNDIR/smcrd.sock" "$version" > "$WORK/linger.out" << 'PY' &
 import array, socket, struct, sys, time

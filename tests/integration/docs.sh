@@ -35,7 +35,7 @@ done
 warnings=$(man -l --warnings=all "$src/libsmcr/libsmcr.7" 2>&1 > /dev/null)
 [ -z "$warnings" ] && pass "libsmcr.7 renders without warnings" || fail "libsmcr.7: $warnings"
 for var in SMCR_LOG SMCR_LOG_DEST SMCR_RUNDIR SMCR_RDMA_LINK_IDLE_MS; do
-	grep -q "$var" "$src/libsmcr/log.c" "$src/libsmcr/control_proto.h" "$src/libsmcr/smc_rdma_dev.c" &&
+	grep -q "$var" "$src/libsmcr/base/log.c" "$src/common/control_proto.h" "$src/libsmcr/transports/rdma/smc_rdma_dev.c" &&
 	man -l "$src/libsmcr/libsmcr.7" | grep -q "$var" && pass "libsmcr(7) documents $var" ||
 		fail "libsmcr(7) lacks $var"
 done

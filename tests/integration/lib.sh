@@ -474,10 +474,10 @@ expect_fallbacks() {
 	fallbacks_seen | sed 's/^/    logged: /'
 }
 
-# interposed_functions: the functions libsmcr interposes (libsmcr/real.h's
+# interposed_functions: the functions libsmcr interposes (libsmcr/base/real.h's
 # X() table), sorted, one per line.
 interposed_functions() {
-	grep -oE '^[[:space:]]*X\([^,]+, *[A-Za-z0-9_]+,' "$SRC/libsmcr/real.h" |
+	grep -oE '^[[:space:]]*X\([^,]+, *[A-Za-z0-9_]+,' "$SRC/libsmcr/base/real.h" |
 		sed -E 's/.*, *([A-Za-z0-9_]+),$/\1/' | sort
 }
 

@@ -128,7 +128,7 @@ expect_eq "smcrd's descriptors after the killed offerer" "$(fds "$base")" "$base
 
 # RELEASE gives back only what was granted, not what an offer holds: a
 # process cannot offer buffers beyond max_memory by releasing their grants.
-version=$(sed -n 's/^#define SMCR_CONTROL_VERSION \([0-9]*\).*/\1/p' "$(dirname "$0")/../../libsmcr/control_proto.h")
+version=$(sed -n 's/^#define SMCR_CONTROL_VERSION \([0-9]*\).*/\1/p' "$(dirname "$0")/../../common/control_proto.h")
 "$PY" - "$SMCR_RUNDIR/smcrd.sock" "$version" > "$WORK/release.out" << 'PY' &
 import array, fcntl, os, socket, struct, sys, time
 MSG = "<HHiQQQII240s"                   # struct smcr_control_msg

@@ -62,6 +62,7 @@
 
 #include "log.h"
 #include "smc_clc.h"
+#include "smc_conn.h"
 #include "smc_rdma.h"
 #include "smc_rdma_link.h"
 #include "smc_rx.h"
@@ -648,7 +649,7 @@ static void run_abort(void)
 	static uint8_t buf[64 * 1024];
 
 	xsend(c, buf, sizeof(buf));
-	smc_tx_abort(c);
+	smc_conn_abort(c);
 	check(ring_send(c, "x", 1) == -ECONNRESET, "abort: our own send fails with ECONNRESET");
 	usleep(300000);		/* the server sees the abort before the TCP close */
 	conn_free(c);

@@ -7,7 +7,7 @@
  * so that
  * semantics.sh can require the same output plainly and under libsmcr.so
  * with smcrd, where every connection must have gone over SMC.  Between
- * them the rows call every function libsmcr interposes (libsmcr/real.h);
+ * them the rows call every function libsmcr interposes (libsmcr/base/real.h);
  * built with _FORTIFY_SOURCE so that the __*_chk forms are among them.
  */
 #include <arpa/inet.h>

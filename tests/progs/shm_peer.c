@@ -52,8 +52,10 @@
 
 #include "control.h"
 #include "control_proto.h"
+#include "fork.h"
 #include "log.h"
 #include "shm_broker_client.h"
+#include "sys.h"
 
 #define TIMEOUT_S 20
 
@@ -274,14 +276,14 @@ struct end {
 	int peer_efd;                   /* the other end's eventfd, attached */
 };
 
-/* A new eventfd from smcr_shm_eventfd, or the test dies. */
+/* A new eventfd from smcr_sys_eventfd, or the test dies. */
 static int new_eventfd(void)
 {
-	int efd = smcr_shm_eventfd();
+	int efd = smcr_sys_eventfd();
 
 	if (efd < 0) {
 		errno = -efd;
-		die("smcr_shm_eventfd");
+		die("smcr_sys_eventfd");
 	}
 	return efd;
 }
@@ -289,7 +291,7 @@ static int new_eventfd(void)
 /* smcr_shm_offer with a fresh connection state of one page, as libsmcr leaves it. */
 static int offer_state(int sock, int memfd, uint64_t bytes, int efd, uint64_t *token)
 {
-	int state = smcr_shm_memfd((uint64_t)sysconf(_SC_PAGESIZE));
+	int state = smcr_sys_memfd_sealed((uint64_t)sysconf(_SC_PAGESIZE));
 	int rc = state < 0 ? state : smcr_shm_offer(sock, memfd, bytes, efd, state, token, NULL);
 
 	if (state >= 0)
@@ -300,11 +302,11 @@ static int offer_state(int sock, int memfd, uint64_t bytes, int efd, uint64_t *t
 /* memfd of bytes, mapped, and an eventfd; offered to sock's peer. */
 static void offer_rmb(struct end *e)
 {
-	int memfd = smcr_shm_memfd(e->bytes);
+	int memfd = smcr_sys_memfd_sealed(e->bytes);
 
 	if (memfd < 0) {
 		errno = -memfd;
-		die("smcr_shm_memfd");
+		die("smcr_sys_memfd_sealed");
 	}
 	e->rmb = map(memfd, e->bytes);
 	e->efd = new_eventfd();
@@ -552,7 +554,7 @@ static int run_orphan(uint64_t bytes, const sigset_t *usr1)
 	if (child < 0)
 		die("fork");
 	if (child == 0) {
-		int memfd = smcr_shm_memfd(bytes), efd = new_eventfd();
+		int memfd = smcr_sys_memfd_sealed(bytes), efd = new_eventfd();
 		close(server);
 		expect_rc(memfd < 0 ? memfd : offer_state(client, memfd, bytes, efd, &token), 0,
 			  "the offerer offers its buffer");
@@ -637,7 +639,7 @@ static int run_bad(uint64_t beyond)
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC))
 		die("pipe");
-	offer_with(client, smcr_shm_memfd(bytes), bytes, pipefd[1], -EINVAL,
+	offer_with(client, smcr_sys_memfd_sealed(bytes), bytes, pipefd[1], -EINVAL,
 		   "a pipe as the wake-up descriptor");
 	close(pipefd[0]);
 	char name[] = "/tmp/shm_peer.XXXXXX";
@@ -645,20 +647,20 @@ static int run_bad(uint64_t beyond)
 	if (file < 0)
 		die("a regular file");
 	unlink(name);
-	offer_with(client, smcr_shm_memfd(bytes), bytes, file, -EINVAL,
+	offer_with(client, smcr_sys_memfd_sealed(bytes), bytes, file, -EINVAL,
 		   "a regular file as the wake-up descriptor");
 	int epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (epfd < 0)
 		die("epoll_create1");
-	offer_with(client, smcr_shm_memfd(bytes), bytes, epfd, -EINVAL,
+	offer_with(client, smcr_sys_memfd_sealed(bytes), bytes, epfd, -EINVAL,
 		   "an epoll descriptor (anonymous, not an eventfd) as the wake-up descriptor");
-	offer_with(client, smcr_shm_memfd(bytes), bytes, smcr_shm_memfd(bytes), -EINVAL,
+	offer_with(client, smcr_sys_memfd_sealed(bytes), bytes, smcr_sys_memfd_sealed(bytes), -EINVAL,
 		   "a memfd as the wake-up descriptor");
 
 	/* The connection state: a sealed memfd of a few pages, like the buffer. */
 	uint64_t token;
 	int state = sealed_memfd(page, 0);
-	memfd = smcr_shm_memfd(bytes);
+	memfd = smcr_sys_memfd_sealed(bytes);
 	expect_rc(smcr_shm_offer(client, memfd, bytes, new_eventfd(), state, &token, NULL), -EINVAL,
 		  "an unsealed state memfd");
 	close(state);
@@ -672,7 +674,7 @@ static int run_bad(uint64_t beyond)
 
 	expect_offer(client, sealed_memfd(beyond, fixed), beyond, -ENOMEM,
 		     "an offer beyond max_memory");
-	expect_offer(client, smcr_shm_memfd(bytes), bytes, 0, "a good offer after all that");
+	expect_offer(client, smcr_sys_memfd_sealed(bytes), bytes, 0, "a good offer after all that");
 
 	/* A socket connected to itself has both ends' addresses, and is still not its peer. */
 	int self = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -682,7 +684,7 @@ static int run_bad(uint64_t beyond)
 	len = make_addr("127.0.0.1", port_of(self, false), &ss);
 	if (connect(self, (struct sockaddr *)&ss, len))
 		die("a TCP socket connected to itself");
-	memfd = smcr_shm_memfd(bytes);
+	memfd = smcr_sys_memfd_sealed(bytes);
 	int efd = new_eventfd();
 	expect_rc(offer_state(self, memfd, bytes, efd, &token), 0,
 		  "an offer on a socket connected to itself");
@@ -741,7 +743,7 @@ static int run_junk(void)
 		{ SMCR_CONTROL_RESUME, 0, "a RESUME carrying none" },
 		{ SMCR_CONTROL_RESUME, 2, "a RESUME carrying two" },
 	};
-	int memfd = smcr_shm_memfd((uint64_t)sysconf(_SC_PAGESIZE));
+	int memfd = smcr_sys_memfd_sealed((uint64_t)sysconf(_SC_PAGESIZE));
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct smcr_control_msg m = { .version = SMCR_CONTROL_VERSION,
@@ -766,7 +768,7 @@ int main(int argc, char **argv)
 	sigaddset(&usr1, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &usr1, NULL);    /* taken by sigwait, inherited by children */
 	smcr_log_init();                        /* SMCR_LOG=warn: why smcrd refused an offer */
-	smcr_control_init();                    /* as libsmcr.so does: each child registers itself */
+	smcr_fork_init();                       /* as libsmcr.so does: each child registers itself */
 	if (argc == 4 && strcmp(argv[1], "pair") == 0)
 		return run_pair(argv[2], strtoull(argv[3], NULL, 0), &usr1);
 	if (argc == 3 && strcmp(argv[1], "orphan") == 0)

@@ -1,4 +1,4 @@
-/* Unit tests of the CDC message codec and the flow-control rules (libsmcr/smc_cdc.c). */
+/* Unit tests of the CDC message codec and the flow-control rules (libsmcr/wire/smc_cdc.c). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the CLC codec (libsmcr/smc_clc.c): every field of every
+ * Unit tests of the CLC codec (libsmcr/wire/smc_clc.c): every field of every
  * layout against bytes written out by hand from RFC 7609 / Linux v1, round
  * trips, and every rule of the decoder and the encoders.  Messages are
  * decoded from heap copies of their exact length, so that ASan sees any

@@ -1,5 +1,5 @@
 /*
- * Unit tests of smcr.conf handling (smcrd/config.c, smcrd/config_file.c):
+ * Unit tests of smcr.conf handling (common/config.c, common/config_file.c):
  * every value rule, accepted and refused, through both the file parser and
  * smcr_config_set; the file's structure rules; rewriting one key; the atomic
  * replacement of the file; and the allow-list predicates.

@@ -1,6 +1,6 @@
 /*
  * Unit tests of the connection records: their names and text
- * (libsmcr/conn_record.c), the process's table (conn_table.c: claim, dup,
+ * (common/conn_record.c), the process's table (conn_table.c: claim, dup,
  * close, traffic into the counters, a full table) and the sums that
  * include open connections (stats_sum.c).  The counters are the private
  * ones: no smcrd here.
@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "conn_table.h"
+#include "descriptors.h"
 #include "smc_cdc.h"
 #include "stats.h"
 
@@ -185,5 +186,6 @@ int main(void)
 		cmocka_unit_test(counts_arithmetic),
 		cmocka_unit_test_setup(rdma_counters, fresh),
 	};
+	smcr_descriptors_init();        /* the descriptor table holds records, as in libsmcr.so */
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* Unit tests of the ring cursor arithmetic (libsmcr/smc_cursor.h). */
+/* Unit tests of the ring cursor arithmetic (libsmcr/wire/smc_cursor.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* Unit tests of the per-descriptor table (libsmcr/fdtable.c). */
+/* Unit tests of the per-descriptor table (libsmcr/base/fdtable.c). */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>

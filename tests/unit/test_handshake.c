@@ -1,4 +1,4 @@
-/* Unit tests of the handshake outcome (libsmcr/handshake.c) and the reason table (reason.c). */
+/* Unit tests of the handshake outcome (libsmcr/shim/handshake.c) and the reason table (reason.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

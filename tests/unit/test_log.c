@@ -1,4 +1,4 @@
-/* Unit tests of libsmcr's logging (libsmcr/log.c) and statistics line (stats.c). */
+/* Unit tests of libsmcr's logging (libsmcr/base/log.c) and statistics line (stats.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>

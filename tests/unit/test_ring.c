@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "smc_conn.h"
 #include "smc_rx.h"
 #include "smc_shm.h"
 #include "smc_tx.h"
@@ -52,7 +53,7 @@ typedef void role_fn(struct smc_conn *conn, int sock);
 static pid_t child_pid;
 static struct pair_opts pair_now;	/* of the pair running, for both ends */
 
-/* A sealed memfd, as smcrd's broker hands out (smcr_shm_memfd). */
+/* A sealed memfd, as smcrd's broker hands out (smcr_sys_memfd_sealed). */
 static int test_memfd(unsigned int size_class)
 {
 	int fd = memfd_create("smcr-test-rmb", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -615,7 +616,7 @@ static void abort_parent(struct smc_conn *conn, int sock)
 	char buf[8];
 
 	assert_int_equal(send_buf(conn, "unread", 6, 0, false), 6);
-	smc_tx_abort(conn);
+	smc_conn_abort(conn);
 	assert_int_equal(recv_buf(conn, buf, sizeof(buf), 0), -ECONNRESET);
 	assert_int_equal(send_buf(conn, "x", 1, 0, false), -ECONNRESET);
 	put(sock, 1);
@@ -655,7 +656,7 @@ static void wake_parent(struct smc_conn *conn, int sock)
 
 	assert_int_equal(pthread_create(&t, NULL, blocked_reader, conn), 0);
 	usleep(50000);
-	smc_tx_abort(conn);
+	smc_conn_abort(conn);
 	assert_int_equal(pthread_join(t, &rc), 0);
 	assert_int_equal((intptr_t)rc, -ECONNRESET);
 	put(sock, 1);

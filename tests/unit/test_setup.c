@@ -1,5 +1,5 @@
 /*
- * Unit tests of the CLC exchange (libsmcr/smc_setup.c) over real TCP
+ * Unit tests of the CLC exchange (libsmcr/socket/smc_setup.c) over real TCP
  * loopback connections, client and server in two threads, with a fake
  * transport whose offers, prepare and attach can be made to fail.
  */

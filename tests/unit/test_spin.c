@@ -1,4 +1,4 @@
-/* Unit tests of the spin-then-sleep policy (libsmcr/spin.h). */
+/* Unit tests of the spin-then-sleep policy (libsmcr/transports/spin.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

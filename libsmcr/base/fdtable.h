@@ -1,0 +1,151 @@
+/*
+ * fdtable.h - what libsmcr knows about each file descriptor of the process.
+ *
+ * Every interposed call asks "is this fd one of ours?", so the answer must be
+ * O(1), lock-free and safe from any thread (and from a signal handler): a
+ * two-level array indexed by the descriptor number, whose second-level chunks
+ * are mmap()ed on first use and never freed.  Descriptors beyond
+ * SMCR_FD_MAX are simply not tracked (their calls pass straight through).
+ */
+#ifndef SMCR_FDTABLE_H
+#define SMCR_FDTABLE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum smcr_fd_state {
+	SMCR_FD_UNKNOWN = 0,    /* never seen, or closed: classified on demand */
+	SMCR_FD_OTHER,          /* not a TCP socket: every call passes through */
+	SMCR_FD_TCP,            /* a TCP socket, neither connecting nor listening */
+	SMCR_FD_TCP_LISTENER,   /* listen() succeeded */
+	SMCR_FD_TCP_CONNECTING, /* non-blocking connect() in progress */
+	SMCR_FD_TCP_CLIENT,     /* connected by connect() */
+	SMCR_FD_TCP_SERVER,     /* returned by accept() */
+};
+
+struct smcr_sock;
+struct smcr_epoll;
+
+/*
+ * The table holds references to objects of higher layers (a connection
+ * record, an SMC connection, an epoll instance) without knowing them: their
+ * owners register at start-up how a reference is taken and dropped, and
+ * what must happen before a TCP socket or an epoll instance is forgotten.
+ * Until then (unit tests of the table alone) references are only stored.
+ */
+struct smcr_fd_refs {
+	void (*record_hold)(uint32_t id);
+	void (*record_drop)(uint32_t id);
+	struct smcr_sock *(*sock_get)(struct smcr_sock *sk);
+	void (*sock_put)(struct smcr_sock *sk, int fd);
+	struct smcr_epoll *(*epoll_get)(struct smcr_epoll *ep);
+	void (*epoll_put)(struct smcr_epoll *ep);
+	void (*before_forget)(int fd);  /* epoll sets let go of fd */
+};
+
+/* refs stays in use for the life of the process. */
+void smcr_fd_refs_register(const struct smcr_fd_refs *refs);
+
+static inline bool smcr_fd_state_is_tcp(enum smcr_fd_state state)
+{
+	return state >= SMCR_FD_TCP;
+}
+
+#define SMCR_FD_CHUNK_BITS 12
+#define SMCR_FD_CHUNK_SLOTS (1u << SMCR_FD_CHUNK_BITS)
+#define SMCR_FD_CHUNKS 256u
+#define SMCR_FD_MAX (SMCR_FD_CHUNKS * SMCR_FD_CHUNK_SLOTS)   /* the kernel's default nr_open */
+
+struct smcr_fd_slot {
+	_Atomic uint32_t state;         /* enum smcr_fd_state */
+	_Atomic uint32_t reason;        /* enum smcr_reason: why not SMC (connections) */
+	_Atomic uint32_t conn;          /* the connection's record (conn_table.h); 0: none */
+	_Atomic(struct smcr_sock *) sock;       /* a connection that negotiated SMC (smc_sock.h) */
+	_Atomic(struct smcr_epoll *) epoll;     /* an epoll instance (readiness.h) */
+};
+
+extern _Atomic(struct smcr_fd_slot *) smcr_fd_chunks[SMCR_FD_CHUNKS];
+
+static inline enum smcr_fd_state smcr_fd_get(int fd)
+{
+	if ((unsigned int)fd >= SMCR_FD_MAX)
+		return SMCR_FD_UNKNOWN;
+	struct smcr_fd_slot *chunk = atomic_load_explicit(
+		&smcr_fd_chunks[(unsigned int)fd >> SMCR_FD_CHUNK_BITS], memory_order_acquire);
+	if (!chunk)
+		return SMCR_FD_UNKNOWN;
+	return atomic_load_explicit(&chunk[fd & (SMCR_FD_CHUNK_SLOTS - 1)].state,
+				    memory_order_relaxed);
+}
+
+static inline bool smcr_fd_is_tcp(int fd)
+{
+	return smcr_fd_state_is_tcp(smcr_fd_get(fd));
+}
+
+static inline struct smcr_fd_slot *smcr_fd_slot_peek(int fd)
+{
+	if ((unsigned int)fd >= SMCR_FD_MAX)
+		return NULL;
+	struct smcr_fd_slot *chunk = atomic_load_explicit(
+		&smcr_fd_chunks[(unsigned int)fd >> SMCR_FD_CHUNK_BITS], memory_order_acquire);
+	return chunk ? &chunk[fd & (SMCR_FD_CHUNK_SLOTS - 1)] : NULL;
+}
+
+/* The SMC connection behind fd (NULL: none); the table holds a reference. */
+static inline struct smcr_sock *smcr_fd_sock(int fd)
+{
+	struct smcr_fd_slot *slot = smcr_fd_slot_peek(fd);
+
+	return slot ? atomic_load_explicit(&slot->sock, memory_order_acquire) : NULL;
+}
+
+/* The epoll instance fd is, as readiness.c tracks it (NULL: none). */
+static inline struct smcr_epoll *smcr_fd_epoll(int fd)
+{
+	struct smcr_fd_slot *slot = smcr_fd_slot_peek(fd);
+
+	return slot ? atomic_load_explicit(&slot->epoll, memory_order_acquire) : NULL;
+}
+
+/* The connection record of fd (conn_table.h); 0: none. */
+static inline uint32_t smcr_fd_record(int fd)
+{
+	struct smcr_fd_slot *slot = smcr_fd_slot_peek(fd);
+
+	return slot ? atomic_load_explicit(&slot->conn, memory_order_relaxed) : 0;
+}
+
+/* Gives fd the connection record id (the table takes over a reference). */
+bool smcr_fd_set_record(int fd, uint32_t id);
+
+/* Gives fd the connection sk (the table takes over a reference). */
+bool smcr_fd_set_sock(int fd, struct smcr_sock *sk);
+bool smcr_fd_set_epoll(int fd, struct smcr_epoll *ep);
+
+/* Records the state of fd; false if it cannot be tracked (out of range or memory). */
+bool smcr_fd_set(int fd, enum smcr_fd_state state);
+
+/* Moves fd from state from to state to; false if it was not in state from. */
+bool smcr_fd_claim(int fd, enum smcr_fd_state from, enum smcr_fd_state to);
+
+/* Records the fallback reason of a connection (0: none, or SMC). */
+void smcr_fd_set_reason(int fd, uint32_t reason);
+
+/*
+ * The descriptor number was closed: forget what it was, and drop its
+ * reference to a connection record, SMC connection or epoll instance
+ * (smcr_conn_table_drop, smcr_sock_put, smcr_epoll_put: the connection is
+ * closed if it was the last).  Never allocates.
+ */
+void smcr_fd_forget(int fd);
+
+/* Same for every descriptor in [first, last]. */
+void smcr_fd_forget_range(unsigned int first, unsigned int last);
+
+/* newfd is now a duplicate of oldfd (dup, dup2, dup3, F_DUPFD): same state, reason, record, objects. */
+void smcr_fd_copy(int oldfd, int newfd);
+
+#endif

@@ -1,0 +1,126 @@
+/*
+ * log.c - formatting and writing libsmcr's diagnostics.
+ *
+ * Lines go to fd 2 with a raw write system call (never our interposed
+ * write(), and nothing of real.c, which logs through here) in a single call,
+ * so lines from several threads do not interleave.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "log.h"
+
+int smcr_log_level = SMCR_LOG_ERROR;
+static int log_to_syslog;
+
+static const char *const level_names[] = {
+	[SMCR_LOG_ERROR] = "error",
+	[SMCR_LOG_WARN] = "warn",
+	[SMCR_LOG_INFO] = "info",
+	[SMCR_LOG_DEBUG] = "debug",
+};
+
+int smcr_log_parse_level(const char *name)
+{
+	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++)
+		if (strcmp(name, level_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+void smcr_log_init(void)
+{
+	const char *level = getenv("SMCR_LOG");
+	const char *dest = getenv("SMCR_LOG_DEST");
+
+	if (dest && strcmp(dest, "syslog") == 0)
+		log_to_syslog = 1;
+	else if (dest && *dest && strcmp(dest, "stderr") != 0)
+		smcr_log(SMCR_LOG_ERROR, "SMCR_LOG_DEST=%s: expected stderr or syslog; using stderr",
+			 dest);
+
+	if (!level || !*level)
+		return;
+	int parsed = smcr_log_parse_level(level);
+	if (parsed < 0)
+		smcr_log(SMCR_LOG_ERROR,
+			 "SMCR_LOG=%s: expected error, warn, info or debug; using error", level);
+	else
+		smcr_log_level = parsed;
+}
+
+static size_t log_vformat(char *buf, size_t size, int pid, enum smcr_log_level level,
+			  const char *fmt, va_list ap)
+{
+	int head = snprintf(buf, size, "libsmcr[%d]: %s: ", pid, level_names[level]);
+	if (head < 0 || (size_t)head >= size)
+		return 0;
+	int body = vsnprintf(buf + head, size - head, fmt, ap);
+	size_t len = (size_t)head + (body < 0 ? 0 : (size_t)body);
+	if (len > size - 2)                         /* truncated: keep the newline */
+		len = size - 2;
+	buf[len++] = '\n';
+	buf[len] = '\0';
+	return len;
+}
+
+size_t smcr_log_format(char *buf, size_t size, int pid, enum smcr_log_level level,
+		       const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	size_t len = log_vformat(buf, size, pid, level, fmt, ap);
+	va_end(ap);
+	return len;
+}
+
+void smcr_log_write(enum smcr_log_level level, const char *fmt, ...)
+{
+	static const int syslog_prio[] = {
+		[SMCR_LOG_ERROR] = LOG_ERR,
+		[SMCR_LOG_WARN] = LOG_WARNING,
+		[SMCR_LOG_INFO] = LOG_INFO,
+		[SMCR_LOG_DEBUG] = LOG_DEBUG,
+	};
+	int saved_errno = errno;
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	size_t len = log_vformat(line, sizeof(line), getpid(), level, fmt, ap);
+	va_end(ap);
+	if (log_to_syslog)
+		syslog(LOG_USER | syslog_prio[level], "%.*s", (int)len - 1, line);
+	else if (len)
+		(void)syscall(SYS_write, STDERR_FILENO, line, len);
+	errno = saved_errno;
+}
+
+const char *smcr_sockaddr_str(const struct sockaddr *sa, socklen_t len, char *buf,
+			      size_t size)
+{
+	char host[INET6_ADDRSTRLEN];
+	int saved_errno = errno;
+
+	if (sa && sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *in = (const void *)sa;
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		snprintf(buf, size, "%s:%u", host, ntohs(in->sin_port));
+	} else if (sa && sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		snprintf(buf, size, "[%s]:%u", host, ntohs(in6->sin6_port));
+	} else {
+		snprintf(buf, size, "?");
+	}
+	errno = saved_errno;
+	return buf;
+}

@@ -1,0 +1,44 @@
+/*
+ * init.c - libsmcr's start and end inside the application's process.
+ *
+ * Start: read the logging settings, wire the layers' start-up callbacks
+ * (shim/descriptors.c), install the fork handling (shim/fork.c), and carry
+ * on with the SMC connections the process inherited across exec.  End: at
+ * SMCR_LOG=info, one line saying what was seen, if the process used TCP.
+ * Nothing here may print at the default level or change the process.
+ */
+#include <errno.h>
+
+#include "descriptors.h"
+#include "fork.h"
+#include "handshake.h"
+#include "log.h"
+#include "stats.h"
+
+__attribute__((constructor)) static void smcr_init(void)
+{
+	smcr_log_init();
+	smcr_descriptors_init();
+	smcr_fork_init();
+	smcr_log(SMCR_LOG_DEBUG, "loaded into %s", program_invocation_short_name);
+	smcr_handshake_adopt_inherited();
+}
+
+__attribute__((destructor)) static void smcr_fini(void)
+{
+	struct smcr_stats_counts s;
+	char summary[256];
+
+	if (smcr_log_level < SMCR_LOG_INFO)
+		return;
+	uint64_t seen;
+
+	smcr_stats_snapshot(&s);
+	seen = s.tcp_listeners | s.tcp_clients | s.tcp_servers | s.tcp_bytes_in | s.tcp_bytes_out;
+	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++)     /* a forked child's inherited SMC traffic */
+		seen |= s.transport[t].bytes_in | s.transport[t].bytes_out;
+	if (!seen)
+		return;                 /* nothing to say about a process without TCP */
+	smcr_stats_format(summary, sizeof(summary));
+	smcr_log(SMCR_LOG_INFO, "%s: %s", program_invocation_short_name, summary);
+}

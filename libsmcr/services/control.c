@@ -1,0 +1,343 @@
+/*
+ * control.c - libsmcr's side of the control socket (see control.h).
+ *
+ * One mutex guards our three descriptors; it is taken once per new TCP
+ * connection, never on the data path.  Every system call here is the C
+ * library's own (REAL), so none of it is seen by our interposition, and
+ * errno is the application's again when we return.
+ */
+#include <errno.h>
+#include <linux/bpf.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "control_proto.h"
+#include "log.h"
+#include "real.h"
+#include "stats.h"
+#include "sys.h"
+
+#define REPLY_TIMEOUT_MS 2000           /* smcrd answers at once, unless its host is overloaded
+					   (seen past 500 ms in a TCG guest); a stuck one must not
+					   stall us for longer */
+#define RETRY_INTERVAL_S 1              /* between attempts to reach a missing smcrd */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * connect(), accept(), read() and write() are async-signal-safe, and reach
+ * the lock on a new connection: a signal handler that makes one while its
+ * thread holds the lock would wait for itself.  It is told "no smcrd"
+ * instead, and that connection stays on TCP.
+ */
+static __thread bool holding;
+
+static bool lock_here(void)
+{
+	if (holding)
+		return false;
+	pthread_mutex_lock(&lock);
+	holding = true;
+	return true;
+}
+
+static void unlock_here(void)
+{
+	holding = false;
+	pthread_mutex_unlock(&lock);
+}
+static _Atomic int ctl_fd = -1, result_fd = -1, owned_fd = -1;
+static time_t next_attempt;             /* CLOCK_MONOTONIC_COARSE seconds */
+
+static time_t now_coarse(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts.tv_sec;
+}
+
+static void close_ours(_Atomic int *fd)
+{
+	if (*fd >= 0)
+		REAL(close)(*fd);
+	*fd = -1;
+}
+
+static void disconnect_locked(void)
+{
+	close_ours(&ctl_fd);
+	close_ours(&result_fd);
+	close_ours(&owned_fd);
+}
+
+static int close_fd(int fd)
+{
+	return REAL(close)(fd);
+}
+
+/* Sends m with out[0..nout-1] attached (nout <= SMCR_CONTROL_MAX_FDS); flags: MSG_*. */
+static bool send_locked(const struct smcr_control_msg *m, const int *out, size_t nout, int flags)
+{
+	union smcr_control_cmsg room;
+	struct iovec iov = { (void *)m, sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	smcr_control_attach_fds(&mh, &room, out, nout);
+	return REAL(sendmsg)(ctl_fd, &mh, MSG_NOSIGNAL | flags) == sizeof(*m);
+}
+
+/* Waits for smcrd's reply at most REPLY_TIMEOUT_MS, signals or not. */
+static bool reply_ready(struct pollfd *p)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	int64_t end = now.tv_sec * 1000 + now.tv_nsec / 1000000 + REPLY_TIMEOUT_MS;
+
+	for (;;) {
+		int left = (int)(end - (now.tv_sec * 1000 + now.tv_nsec / 1000000));
+		if (left <= 0)
+			return false;
+		int n = REAL(poll)(p, 1, left);
+		if (n == 1)
+			return true;
+		if (n == 0 || errno != EINTR)
+			return false;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	}
+}
+
+/*
+ * Sends a request with out[0..nout-1] attached and waits (bounded) for its
+ * reply; in[0..nin-1] receive the descriptors attached to that (-1 where
+ * none came).
+ */
+static int exchange_locked(struct smcr_control_msg *m, const int *out, size_t nout, int *in,
+			   size_t nin)
+{
+	union smcr_control_cmsg room;
+	struct iovec iov = { m, sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = room.buf, .msg_controllen = sizeof(room.buf) };
+	struct pollfd p = { .fd = ctl_fd, .events = POLLIN };
+
+	for (size_t i = 0; i < nin; i++)
+		in[i] = -1;
+	m->version = SMCR_CONTROL_VERSION;
+	if (!send_locked(m, out, nout, MSG_DONTWAIT) || !reply_ready(&p) ||
+	    REAL(recvmsg)(ctl_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT) != sizeof(*m))
+		return -1;
+	smcr_control_take_fds(&mh, in, nin, close_fd);    /* extra ones are not ours to keep */
+	return 0;
+}
+
+static void register_locked(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct smcr_control_msg m = { .type = SMCR_CONTROL_REGISTER };
+	int maps[2] = { -1, -1 };
+
+	if (now_coarse() < next_attempt)
+		return;
+	next_attempt = now_coarse() + RETRY_INTERVAL_S;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", smcr_rundir(), SMCR_CONTROL_SOCKET);
+	/* Non-blocking: a stuck smcrd (full backlog or buffer) must not stall the application. */
+	ctl_fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (ctl_fd < 0)
+		return;
+	if (REAL(connect)(ctl_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		smcr_log(SMCR_LOG_DEBUG, "smcrd not reachable at %s: %s", sa.sun_path,
+			 strerror(errno));
+		disconnect_locked();
+		return;
+	}
+	/* Without a region (no memfd) we register all the same: the counts stay ours. */
+	int stats_fd;
+	struct smcr_stats *stats = smcr_stats_region_new(&stats_fd);
+	int rc = exchange_locked(&m, &stats_fd, stats ? 1 : 0, maps, 2);
+
+	if (stats)
+		REAL(close)(stats_fd);          /* smcrd has its own; the mapping stays */
+	if (rc != 0 || m.result != 0 || maps[0] < 0 || maps[1] < 0) {
+		smcr_log(SMCR_LOG_WARN, "smcrd did not register us (%s)",
+			 m.result ? (m.text[0] ? m.text : strerror(-m.result)) : "incomplete reply");
+		for (int i = 0; i < 2; i++)
+			if (maps[i] >= 0)
+				REAL(close)(maps[i]);
+		if (stats)
+			smcr_stats_region_discard(stats);
+		disconnect_locked();
+		return;
+	}
+	if (stats)
+		smcr_stats_region_use(stats);
+	ctl_fd = smcr_sys_fd_aside(ctl_fd);
+	result_fd = smcr_sys_fd_aside(maps[0]);
+	owned_fd = smcr_sys_fd_aside(maps[1]);
+	smcr_log(SMCR_LOG_DEBUG, "registered with smcrd (control fd %d, map fds %d %d)",
+		 (int)ctl_fd, (int)result_fd, (int)owned_fd);
+}
+
+/* smcrd never writes unasked: a readable control socket means it has gone. */
+static bool daemon_gone_locked(void)
+{
+	struct pollfd p = { .fd = ctl_fd, .events = POLLIN };
+	return REAL(poll)(&p, 1, 0) != 0;
+}
+
+int smcr_control_map_call(enum smcr_control_map map, int cmd, int fd, uint32_t *value)
+{
+	int saved_errno = errno, rc = -ENOTCONN;
+	union bpf_attr attr;
+
+	if (!lock_here())
+		return rc;
+	if (ctl_fd < 0)
+		register_locked();
+	int map_fd = map == SMCR_MAP_RESULT ? result_fd : owned_fd;
+	if (map_fd >= 0) {
+		memset(&attr, 0, sizeof(attr));
+		attr.map_fd = (uint32_t)map_fd;
+		attr.key = (uint64_t)(uintptr_t)&fd;
+		attr.value = (uint64_t)(uintptr_t)value;
+		rc = syscall(SYS_bpf, cmd, &attr, sizeof(attr)) == 0 ? 0 : -errno;
+	}
+	unlock_here();
+	errno = saved_errno;
+	return rc;
+}
+
+bool smcr_control_alive(void)
+{
+	int saved_errno = errno;
+	bool alive;
+
+	if (!lock_here())
+		return false;
+	if (ctl_fd >= 0 && daemon_gone_locked()) {
+		smcr_log(SMCR_LOG_DEBUG, "smcrd went away; new connections stay on TCP");
+		disconnect_locked();
+		next_attempt = 0;
+	}
+	alive = ctl_fd >= 0;
+	unlock_here();
+	errno = saved_errno;
+	return alive;
+}
+
+int smcr_control_request(struct smcr_control_msg *m, const int *out, size_t nout, int *in,
+			 size_t nin)
+{
+	int saved_errno = errno, rc = -ENOTCONN;
+
+	if (!lock_here())
+		return rc;
+	if (ctl_fd < 0)
+		register_locked();
+	if (ctl_fd >= 0) {
+		if (exchange_locked(m, out, nout, in, nin) == 0)
+			rc = 0;
+		else
+			disconnect_locked();
+	}
+	unlock_here();
+	errno = saved_errno;
+	return rc;
+}
+
+void smcr_control_notify(struct smcr_control_msg *m, const int *out, size_t nout)
+{
+	int saved_errno = errno;
+
+	m->version = SMCR_CONTROL_VERSION;
+	if (!lock_here())
+		return;
+	if (ctl_fd >= 0)
+		send_locked(m, out, nout, MSG_DONTWAIT);
+	unlock_here();
+	errno = saved_errno;
+}
+
+int smcr_control_grant(uint64_t bytes)
+{
+	struct smcr_control_msg m = { .type = SMCR_CONTROL_GRANT, .bytes = bytes };
+	int rc = smcr_control_request(&m, NULL, 0, NULL, 0);
+
+	return rc ? rc : m.result;
+}
+
+void smcr_control_release(uint64_t bytes)
+{
+	struct smcr_control_msg m = { .type = SMCR_CONTROL_RELEASE, .bytes = bytes };
+
+	smcr_control_notify(&m, NULL, 0);
+}
+
+static bool in_range(int fd, unsigned int first, unsigned int last)
+{
+	return fd >= 0 && (unsigned int)fd >= first && (unsigned int)fd <= last;
+}
+
+void smcr_control_fds_closing(unsigned int first, unsigned int last)
+{
+	if (!in_range(ctl_fd, first, last) && !in_range(result_fd, first, last) &&
+	    !in_range(owned_fd, first, last))
+		return;
+	/* The application reclaims a number we hold: it wins, we re-register later. */
+	int saved_errno = errno;
+	if (!lock_here())
+		return;                 /* a handler closing our descriptor mid-request: rare */
+	_Atomic int *ours[] = { &ctl_fd, &result_fd, &owned_fd };
+	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+		if (in_range(*ours[i], first, last))
+			*ours[i] = -1;          /* the application's close() closes it */
+	disconnect_locked();
+	next_attempt = 0;
+	unlock_here();
+	errno = saved_errno;
+}
+
+void smcr_control_fd_closing(int fd)
+{
+	if (fd >= 0)
+		smcr_control_fds_closing((unsigned int)fd, (unsigned int)fd);
+}
+
+void smcr_control_fork_prepare(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+void smcr_control_fork_parent(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+/*
+ * A child is a process of its own: it registers (and is accounted) by itself.
+ * A child that only serves a connection its parent accepted (socat fork,
+ * inetd style) never needs smcrd, yet its counters must reach smcrd's
+ * statistics: if the parent was registered, the child registers right here,
+ * before it can have entered a sandbox (seccomp) that would forbid it - never
+ * later on the data path.  posix_spawn (and vfork) run no fork handlers, so
+ * spawning a program costs nothing.  The parent's stats region is already
+ * gone here (shim/fork.c resets the statistics first).
+ */
+void smcr_control_fork_child(void)
+{
+	bool parent_registered = ctl_fd >= 0;
+
+	disconnect_locked();
+	next_attempt = 0;
+	if (parent_registered)
+		register_locked();
+	pthread_mutex_unlock(&lock);
+}

@@ -1,0 +1,67 @@
+/*
+ * shm_broker_client.h - libsmcr's side of smcrd's shared-memory buffer
+ * broker (smcrd/shm_broker.c): one end of a TCP connection on this host puts
+ * up its receive buffer, and only the other end of that connection can map
+ * it.  With the buffer goes the owner's eventfd, so that the peer can wake
+ * the owner when it sleeps (by writing 8 bytes to it).
+ *
+ *   owner: fd = smcr_sys_memfd_sealed(n); mmap it; efd = smcr_sys_eventfd();
+ *          state = smcr_sys_memfd_sealed(s); mmap it;
+ *          smcr_shm_offer(sock, fd, n, efd, state, &token); close(fd); keep efd;
+ *          send token to the peer (CLC); ...; read efd to take wake-ups;
+ *          smcr_shm_withdraw(token, sock) BEFORE the TCP socket is closed
+ *   peer:  smcr_shm_attach(sock, token, &fd, &efd); mmap fd; close(fd);
+ *          write 8 bytes to efd to wake the owner; close(efd) at the end
+ *   a process the owner's socket reached (SCM_RIGHTS, exec):
+ *          smcr_shm_resume(sock, &token, fds, &n): the state, buffer and
+ *          eventfd again, and the peer's buffer and eventfd if it offered
+ *
+ * Withdrawing before closing matters: the peer is recognised by the
+ * connection's addresses, which must not be reusable while the offer is
+ * open.  An offer's memory is granted against max_memory until it is
+ * withdrawn or the owner exits (whatever way: smcrd sees its control socket
+ * close).  Every function may be called from any thread; none changes errno.
+ */
+#ifndef SMCR_SHM_BROKER_CLIENT_H
+#define SMCR_SHM_BROKER_CLIENT_H
+
+#include <stdint.h>
+
+/*
+ * Offers memfd (exactly bytes, a whole number of pages, from smcr_sys_memfd_sealed)
+ * and the eventfd efd (from smcr_sys_eventfd) to the other end of TCP socket
+ * sock, and leaves the connection's state (a memfd of a few pages, from
+ * smcr_sys_memfd_sealed) for smcr_shm_resume; the offer's name in *token, and in
+ * *transports (if not NULL) the transports smcr.conf allows now
+ * (SMCR_CONTROL_SHM, _RDMA).  0, -ENOMEM (max_memory reached),
+ * -ENOTCONN (no smcrd), -EMFILE (smcrd holds too many unattached buffers),
+ * -EINVAL (sock, memfd or efd unacceptable; logged).
+ */
+int smcr_shm_offer(int sock, int memfd, uint64_t bytes, int efd, int state, uint64_t *token,
+		   uint32_t *transports);
+
+/*
+ * The memfd and the eventfd that the other end of TCP socket sock offered as
+ * token, in *memfd (its size is fstat's) and *efd, both close-on-exec.  The
+ * eventfd's file flags are shared with the owner, who may have made it
+ * blocking.  0, -EACCES (no such offer for this connection, or already
+ * attached), -ENOTCONN (no smcrd), -EMFILE; on failure both are -1.
+ */
+int smcr_shm_attach(int sock, uint64_t token, int *memfd, int *efd);
+
+/*
+ * What was offered on sock itself (by this process or another that held
+ * it), into fds[]: the state, the memfd and the eventfd, and the other
+ * end's memfd and eventfd if it offered; all close-on-exec.  *nfds: 3 or 5;
+ * *token: the offer.  0, -ENOENT (nothing offered on sock: its connection
+ * is not on shared memory), -ENOTCONN (no smcrd).
+ */
+int smcr_shm_resume(int sock, uint64_t *token, int fds[5], int *nfds);
+
+/*
+ * Ends the offer token and returns its memory; sock (or -1) proves the
+ * right of a process that holds the offering socket but did not offer.
+ */
+void smcr_shm_withdraw(uint64_t token, int sock);
+
+#endif

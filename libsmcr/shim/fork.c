@@ -1,0 +1,53 @@
+/*
+ * fork.c - what libsmcr does around fork(), every step in one place and in
+ * one explicit order (pthread_atfork runs one set of handlers, these).
+ *
+ * Before: take every lock a child's copy must find free, outermost last
+ * taken: the RDMA transport's, the control socket's, then the connections'.
+ * After, in the parent: release them in the reverse order.  After, in the
+ * child (one thread, every lock held by the fork's own thread):
+ *   1. statistics: count from zero, privately; the connections inherited
+ *      are the child's from now on;
+ *   2. connections: both processes now share them (smc_sock.c);
+ *   3. smcrd: the parent's registration is not the child's; a child of a
+ *      registered parent registers now, before a sandbox could forbid it;
+ *   4. RDMA: the parent's links and devices are forgotten, never touched.
+ * posix_spawn and vfork run no fork handlers: spawning costs nothing.
+ */
+#include <pthread.h>
+
+#include "conn_table.h"
+#include "control.h"
+#include "fork.h"
+#include "smc_rdma.h"
+#include "smc_sock.h"
+#include "stats.h"
+
+static void prepare(void)
+{
+	smc_rdma_fork_prepare();
+	smcr_control_fork_prepare();
+	smcr_sock_fork_prepare();
+	smcr_stats_before_fork();
+}
+
+static void parent(void)
+{
+	smcr_sock_fork_done();
+	smcr_control_fork_parent();
+	smc_rdma_fork_parent();
+}
+
+static void child(void)
+{
+	smcr_stats_reset();
+	smcr_conn_table_forked(&smcr_stats_now()->conns);
+	smcr_sock_fork_child();
+	smcr_control_fork_child();
+	smc_rdma_fork_child();
+}
+
+void smcr_fork_init(void)
+{
+	pthread_atfork(prepare, parent, child);
+}

@@ -1,0 +1,124 @@
+/*
+ * smc_sock.h - an application's TCP connection whose handshake negotiated
+ * SMC: the CLC exchange that decides (smc_setup.h), then the socket calls
+ * over the SMC connection (smc_tx.h, smc_rx.h) on the shared-memory
+ * transport.
+ *
+ * The CLC exchange goes as far as it can without waiting when the connection
+ * is made (the client's Proposal leaves, a server answers one already
+ * there), and on at every later call, which waits only where the call would
+ * (a blocking read or write).  connect() never waits for the server: it may
+ * be this very thread, about to accept().  A server that accepts, forks and
+ * leaves the connection to its child needs no more of it than that.  The
+ * connection's state is shared by every process holding the socket
+ * (smc_sock.c): after fork(), over SCM_RIGHTS or across exec, whichever
+ * process uses it next carries on.
+ *
+ * The descriptor table (fdtable.h) holds one reference per descriptor
+ * naming the connection (dup() adds one); the last one closes the SMC
+ * connection, before the TCP socket under it closes.  Functions that
+ * return ssize_t or int follow the C library: -1 and errno on failure.
+ */
+#ifndef SMCR_SMC_SOCK_H
+#define SMCR_SMC_SOCK_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "fdtable.h"
+#include "spin.h"
+
+enum smcr_sock_phase {
+	SMCR_SOCK_IDLE,         /* negotiated, CLC not started */
+	SMCR_SOCK_SETUP,        /* CLC in progress */
+	SMCR_SOCK_SMC,          /* bytes go over the SMC connection */
+	SMCR_SOCK_TCP,          /* CLC ended in a Decline: plain TCP from here on */
+	SMCR_SOCK_RESET,        /* CLC failed half-way: the TCP connection was reset */
+};
+
+/* The handshake of fd (active: a client) negotiated SMC. */
+void smcr_sock_negotiated(int fd, bool active);
+
+/*
+ * fd, a connected TCP socket whose handshake negotiated SMC, came to this
+ * process from another (SCM_RIGHTS, exec): carry on with its connection
+ * where that process left it, if smcrd knows it (else it is plain TCP).
+ */
+void smcr_sock_adopt(int fd, bool active);
+
+/* References held by the descriptor table (fdtable.c). */
+struct smcr_sock *smcr_sock_get(struct smcr_sock *sk);
+void smcr_sock_put(struct smcr_sock *sk, int fd);
+
+/*
+ * changed(fd) is called, outside any connection lock, whenever fd's CLC
+ * exchange ends: the readiness layer registers it at start-up, to change
+ * how fd is waited for.
+ */
+void smcr_sock_on_phase_change(void (*changed)(int fd));
+
+/* Its phase, as this process can use it (RESET if it cannot reach the buffers). */
+enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk);
+
+/*
+ * Drives the CLC exchange of fd as far as it goes without waiting, or
+ * (may_wait, and fd blocking) to its end.  Returns the phase reached.
+ */
+enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wait);
+
+/*
+ * Whether a data call on fd is ours: false when its bytes go over TCP.
+ * Settles first (waiting only if fd is blocking and !dontwait).
+ */
+bool smcr_sock_takes(struct smcr_sock *sk, int fd, bool dontwait);
+
+/* The socket calls on a descriptor smcr_sock_takes() took. */
+ssize_t smcr_sock_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt, int flags);
+ssize_t smcr_sock_send(struct smcr_sock *sk, const struct iovec *iov, int iovcnt, int flags);
+ssize_t smcr_sock_sendfile(struct smcr_sock *sk, int in_fd, off_t *offset, size_t count);
+ssize_t smcr_sock_splice_in(struct smcr_sock *sk, int pipe_fd, size_t len, unsigned int flags);
+ssize_t smcr_sock_splice_out(struct smcr_sock *sk, int pipe_fd, size_t len, unsigned int flags);
+int smcr_sock_shutdown(struct smcr_sock *sk, int fd, int how);
+
+/* O_NONBLOCK of the descriptor changed (fcntl F_SETFL, ioctl FIONBIO). */
+void smcr_sock_set_nonblock(struct smcr_sock *sk, bool nonblock);
+
+/*
+ * An ioctl, getsockopt or setsockopt that the SMC connection answers
+ * itself: true and *rc set, or false when the call is the kernel's.
+ */
+bool smcr_sock_ioctl(struct smcr_sock *sk, unsigned long request, void *arg, int *rc);
+bool smcr_sock_getsockopt(struct smcr_sock *sk, int level, int name, void *value,
+			  socklen_t *len, int *rc);
+/* After the kernel accepted a setsockopt: what the SMC connection takes from it. */
+void smcr_sock_setsockopt(struct smcr_sock *sk, int level, int name, const void *value,
+			  socklen_t len);
+
+/*
+ * Readiness for poll and epoll (POLLIN, POLLOUT, POLLPRI, POLLRDHUP,
+ * POLLHUP, POLLERR) of an SMC connection, and what to sleep on: its wake
+ * descriptor, armed, and its TCP socket (POLLRDHUP: the peer is gone).
+ * smcr_sock_events() is the number to take before looking (see
+ * smc_transport.h), smcr_sock_collect() what a spin calls to make it move,
+ * smcr_sock_spin_how() how long to spin (spin.h); smcr_sock_arm() false
+ * means look again.
+ */
+unsigned int smcr_sock_poll(struct smcr_sock *sk);
+uint32_t smcr_sock_events(struct smcr_sock *sk);
+void smcr_sock_collect(struct smcr_sock *sk);
+struct smcr_spin_how smcr_sock_spin_how(struct smcr_sock *sk);
+bool smcr_sock_arm(struct smcr_sock *sk, uint32_t since, bool signalled);
+int smcr_sock_wake_fd(struct smcr_sock *sk);
+/* The TCP connection ended (poll or epoll saw it): settle the SMC connection. */
+void smcr_sock_tcp_ended(struct smcr_sock *sk);
+
+/* A message carries sk to another process (count 1), or did not after all (-1). */
+void smcr_sock_passing(struct smcr_sock *sk, int count);
+
+/* fork() handlers: before, and after in the parent and in the child (see smc_sock.c). */
+void smcr_sock_fork_prepare(void);
+void smcr_sock_fork_done(void);
+void smcr_sock_fork_child(void);
+
+#endif

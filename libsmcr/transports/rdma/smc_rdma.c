@@ -1,0 +1,635 @@
+/*
+ * smc_rdma.c - the RDMA transport's connections (smc_rdma.h): the ops
+ * table over a link of smc_rdma_link.c.
+ *
+ * Writing: the bytes are copied into the staging buffer, a registered
+ * mirror of the peer's RMB, at the same offset, and written from there
+ * (inline when small) by a WRITE posted together with the CDC that
+ * announces them: one post, a WRITE or two (the ring wraps) and the SEND.
+ * src may be reused on return, and the staging bytes are safe until the
+ * RDMA WRITE has read them: the send path writes at an offset again only
+ * after the peer's consumer cursor has passed it, which the peer can only
+ * report after the WRITE landed.  The SEND goes on the same RC QP, which
+ * delivers it after the WRITEs.
+ *
+ * Receiving: the link's thread (or a spinning waiter) hands each CDC to
+ * its connection's mailbox, which keeps the latest one, as smc_shm.c's
+ * does and for the same reasons (a CDC states the whole state).
+ *
+ * Waking, as smc_shm.c: spin (polling the CQ ourselves), then sleep
+ * (`waiting`: on the device's completion channel and our sleep_fd, see
+ * rdma_wait) or, for poll and epoll, on our eventfd (`armed`); the
+ * deliverer stores, fences, and claims each word it finds set.  The same
+ * store-buffer argument makes it lose no wake-up.
+ *
+ * Solicited events: a CDC wakes the peer's thread (IBV_SEND_SOLICITED;
+ * the thread arms its CQ for solicited completions only, except on iWARP:
+ * smc_rdma_priv.h says why) unless all it says is our consumer cursor,
+ * the peer did not say it is blocked and at most half our RMB was in
+ * flight - no waiter of the peer's waits for that.
+ * An unsolicited CDC is taken by the next poll of the CQ: the peer's next
+ * call, spin or solicited CDC - or the poller, woken by any completion once
+ * a thread of the peer's has gone to sleep (it may have become blocked
+ * just after we sent the update, and need it after all).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "real.h"
+#include "smc_rdma.h"
+#include "smc_rdma_link.h"
+#include "smc_wake.h"
+#include "spin.h"
+
+/*
+ * A wait's spin (SMCR_RDMA_SPIN_US overrides).  Longer than spin.h's 20 us:
+ * on a soft device (rxe in a TCG guest) a 14-byte round trip took 520-720 us
+ * at p50 when the waiter spun 20 or 100 us and then slept, 70-300 us with
+ * 300 us; on hardware the answer comes in a few us and the spin ends then.
+ * And a wait keeps spinning after spins that missed (spin.h's "steady"):
+ * the peer is on another host, or, with a soft device, its answer is made
+ * in its own system calls.  Pausing instead, both ends of a 14-byte
+ * ping-pong over rxe (TCG guest) fell into sleeping at every turn: p50
+ * round trip 498, 144, 544 us in three runs, against 209, 134, 162 us.
+ */
+#define RDMA_SPIN_NS	300000
+
+struct rdma_conn {
+	struct smc_rdma_endpoint ep;		/* first: the link hands us back by it */
+	struct smc_rdma_link *link;		/* NULL until bound */
+	struct smc_rdma_link_info info;
+	struct smc_rdma_local local;
+	struct smc_rdma_buf *rmb, *staging;
+	unsigned int size_class;
+	uint64_t peer_addr;
+	uint32_t peer_rkey;
+	struct smc_cdc last_sent;		/* what the peer knows: solicit or not */
+	bool sent_any;
+	struct smc_rdma_write pending[SMC_RDMA_POST_MAX];	/* to go with the next CDC */
+	unsigned int npending;
+
+	pthread_mutex_t mbox_lock;
+	uint8_t mbox[SMC_CDC_MSG_LEN];		/* the latest CDC delivered */
+	_Atomic uint32_t mbox_seq;		/* +1 per CDC delivered */
+	uint32_t fetched;			/* mbox_seq of the last one fetched */
+	_Atomic bool down;			/* the link failed */
+	_Atomic uint32_t wakes, wakes_seen;	/* as smc_shm.c */
+	_Atomic uint32_t waiting, armed;
+	int wake_fd, sleep_fd;
+	struct smcr_spin spin;
+};
+
+static struct rdma_conn *priv(const struct smc_conn *conn)
+{
+	return conn->priv;
+}
+
+/* ---- waking ---- */
+
+static void wake_waiters(struct rdma_conn *rc)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (smc_wake_claim(&rc->waiting))
+		smc_wake_signal_fd(rc->sleep_fd);
+	if (smc_wake_claim(&rc->armed))
+		smc_wake_signal_fd(rc->wake_fd);
+}
+
+void smc_rdma_deliver(struct smc_rdma_endpoint *ep, const uint8_t msg[SMC_CDC_MSG_LEN])
+{
+	struct rdma_conn *rc = (struct rdma_conn *)ep;
+
+	pthread_mutex_lock(&rc->mbox_lock);
+	memcpy(rc->mbox, msg, SMC_CDC_MSG_LEN);
+	atomic_fetch_add_explicit(&rc->mbox_seq, 1, memory_order_release);
+	pthread_mutex_unlock(&rc->mbox_lock);
+	wake_waiters(rc);
+}
+
+void smc_rdma_link_down(struct smc_rdma_endpoint *ep)
+{
+	struct rdma_conn *rc = (struct rdma_conn *)ep;
+
+	atomic_store(&rc->down, true);
+	atomic_fetch_add_explicit(&rc->wakes, 1, memory_order_release);
+	wake_waiters(rc);
+}
+
+void smc_rdma_link_forgotten(struct smc_rdma_endpoint *ep)
+{
+	struct rdma_conn *rc = (struct rdma_conn *)ep;
+
+	/* the wake-up eventfd is shared with the parent, whose waiters it would wake */
+	atomic_store(&rc->down, true);
+	atomic_fetch_add_explicit(&rc->wakes, 1, memory_order_release);
+}
+
+/* ---- setup ---- */
+
+static int sock_addr(int sock, bool peer, struct sockaddr_storage *ss)
+{
+	socklen_t len = sizeof(*ss);
+
+	if ((peer ? REAL(getpeername) : REAL(getsockname))(sock, (struct sockaddr *)ss, &len))
+		return -errno;
+	return 0;
+}
+
+int smc_rdma_local_block(int sock, struct smc_clc_local *lcl)
+{
+	struct sockaddr_storage local;
+	struct smc_rdma_local me;
+	int rc = sock_addr(sock, false, &local);
+
+	if (!rc)
+		rc = smc_rdma_listen((struct sockaddr *)&local, &me);
+	if (!rc)
+		*lcl = me.lcl;
+	return rc;
+}
+
+static int rdma_create_rmb(struct smc_conn *conn, unsigned int size_class, int memfd, int wake_fd)
+{
+	struct sockaddr_storage local;
+	struct rdma_conn *rc;
+	int err;
+
+	if (memfd != -1 || wake_fd != -1 || size_class > SMC_RMB_MAX_CLASS_R || conn->sock < 0)
+		return -EINVAL;
+	err = sock_addr(conn->sock, false, &local);
+	if (err)
+		return err;
+	rc = calloc(1, sizeof(*rc));
+	if (!rc)
+		return -ENOMEM;
+	rc->wake_fd = rc->sleep_fd = -1;
+	err = smc_rdma_listen((struct sockaddr *)&local, &rc->local);
+	if (err)
+		goto fail;
+	err = -ENOMEM;
+	rc->rmb = smc_rdma_rmb_get(rc->local.dev, size_class);
+	/*
+	 * The staging buffer mirrors the peer's RMB, most likely the size of
+	 * ours: taken now, so that a server short of memory declines instead
+	 * of failing after the client's Confirm (a reset).
+	 */
+	rc->staging = smc_rdma_staging_get(rc->local.dev, size_class);
+	rc->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	rc->sleep_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (!rc->rmb || !rc->staging || rc->wake_fd < 0 || rc->sleep_fd < 0)
+		goto fail;
+	rc->size_class = size_class;
+	pthread_mutex_init(&rc->mbox_lock, NULL);
+	/* an epoll loop with wake_fd in its set may sleep before any call of ours */
+	atomic_store(&rc->armed, 1);
+	conn->priv = rc;
+	conn->rmb = rc->rmb->mem;
+	conn->st->rmb_size = rc->rmb->size;
+	return 0;
+fail:
+	if (rc->rmb)
+		smc_rdma_buf_put(rc->rmb);
+	if (rc->staging)
+		smc_rdma_buf_put(rc->staging);
+	if (rc->wake_fd >= 0)
+		REAL(close)(rc->wake_fd);
+	if (rc->sleep_fd >= 0)
+		REAL(close)(rc->sleep_fd);
+	free(rc);
+	return err;
+}
+
+static int bind_link(struct smc_conn *conn, struct smc_rdma_link *link)
+{
+	struct rdma_conn *rc = priv(conn);
+	int err;
+
+	rc->ep.token = conn->st->token;
+	err = smc_rdma_link_bind(link, &rc->ep);
+	if (err) {
+		smc_rdma_link_put(link);
+		return err;
+	}
+	rc->link = link;
+	smc_rdma_link_info(link, &rc->info);
+	return 0;
+}
+
+int smc_rdma_link_to_peer(struct smc_conn *conn, const struct smc_clc_local *peer,
+			  bool *first_contact)
+{
+	struct sockaddr_storage local, remote;
+	struct smc_rdma_link *link;
+	int err;
+
+	if (!conn->priv || priv(conn)->link)
+		return -EINVAL;
+	if ((err = sock_addr(conn->sock, false, &local)) ||
+	    (err = sock_addr(conn->sock, true, &remote)) ||
+	    (err = smc_rdma_link_get((struct sockaddr *)&local, (struct sockaddr *)&remote, peer,
+				     SMC_CLC_WAIT_MS, &link, first_contact)))
+		return err;
+	return bind_link(conn, link);
+}
+
+int smc_rdma_local_desc(struct smc_conn *conn, struct smc_clc_accept_confirm *desc)
+{
+	struct rdma_conn *rc = priv(conn);
+
+	if (!rc || !rc->link)
+		return -EINVAL;
+	memset(desc, 0, sizeof(*desc));
+	desc->smc_type = SMC_TYPE_R;
+	desc->r = (struct smcr_clc_accept_confirm){
+		.lcl = rc->local.lcl,
+		.qpn = rc->info.qpn,
+		.rmb_rkey = rc->rmb->rkey,
+		.rmbe_idx = 1,		/* one RMB element per RMB, as Linux */
+		.rmbe_alert_token = conn->st->token,
+		.rmbe_size = (uint8_t)rc->size_class,
+		.qp_mtu = rc->info.mtu,
+		.rmb_dma_addr = (uintptr_t)rc->rmb->mem,
+		.psn = rc->info.psn,
+	};
+	return 0;
+}
+
+static int rdma_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_confirm *peer,
+			    int peer_fd, int peer_wake_fd)
+{
+	struct rdma_conn *rc = priv(conn);
+	struct sockaddr_storage remote;
+	struct smc_rdma_link *link;
+	int err;
+
+	if (peer_fd != -1 || peer_wake_fd != -1)
+		return -EINVAL;
+	if (peer->smc_type != SMC_TYPE_R || peer->r.rmbe_size > SMC_RMB_MAX_CLASS_R)
+		return -EPROTO;
+	if (!rc->link) {
+		/*
+		 * The client: the server connected the link before its Accept
+		 * named it, and waits for our Confirm as long as for any CLC
+		 * message; our side of the link may lag that long on a loaded
+		 * host (our rdma_cm events are behind), so we wait as long.
+		 */
+		if ((err = sock_addr(conn->sock, true, &remote)) ||
+		    (err = smc_rdma_link_find((struct sockaddr *)&remote, peer->r.qpn,
+					      SMC_CLC_WAIT_MS, &link)) ||
+		    (err = bind_link(conn, link)))
+			return err;
+	} else if (rc->info.peer_qpn != peer->r.qpn) {
+		return -EPROTO;		/* the Confirm names another link than ours */
+	}
+	if (rc->staging->size != smc_rmb_size(peer->r.rmbe_size)) {
+		struct smc_rdma_buf *staging = smc_rdma_staging_get(rc->local.dev, peer->r.rmbe_size);
+
+		if (!staging)
+			return -ENOMEM;
+		smc_rdma_buf_put(rc->staging);
+		rc->staging = staging;
+	}
+	rc->peer_addr = peer->r.rmb_dma_addr;
+	rc->peer_rkey = peer->r.rmb_rkey;
+	conn->st->peer_rmb_size = smc_rmb_size(peer->r.rmbe_size);
+	return 0;
+}
+
+/* ---- the data path ---- */
+
+/* Posts the pending WRITEs, and cdc after them if not NULL (how: smc_rdma_post's). */
+static int flush(struct rdma_conn *rc, const uint8_t *cdc, unsigned int how)
+{
+	int err = smc_rdma_post(rc->link, rc->pending, rc->npending, cdc, how);
+
+	rc->npending = 0;
+	return err;
+}
+
+/*
+ * The bytes go to the staging buffer now, and from there in a WRITE posted
+ * with the next CDC (one post for both: a doorbell less per message).
+ */
+static int rdma_write(struct smc_conn *conn, uint32_t off, const void *src, uint32_t len)
+{
+	struct rdma_conn *rc = priv(conn);
+	uint8_t *staged;
+	int err;
+
+	if (off > conn->st->peer_rmb_size || len > conn->st->peer_rmb_size - off)
+		return -EINVAL;
+	if (atomic_load(&rc->down))
+		return -ECONNRESET;
+	if (len == 0)
+		return 0;
+	if (rc->npending == SMC_RDMA_POST_MAX && (err = flush(rc, NULL, 0)))
+		return err;
+	staged = rc->staging->mem + off;
+	memcpy(staged, src, len);
+	rc->pending[rc->npending++] = (struct smc_rdma_write){
+		.src = staged, .len = len, .lkey = rc->staging->lkey,
+		.remote_addr = rc->peer_addr + off, .rkey = rc->peer_rkey,
+	};
+	return 0;
+}
+
+/* Whether the CDC cdc may matter to a waiter of the peer's (the header comment). */
+static bool cdc_wakes_peer(const struct smc_conn *conn, const struct rdma_conn *rc,
+			   const struct smc_cdc *cdc)
+{
+	const struct smc_cdc *last = &rc->last_sent;
+
+	if (!rc->sent_any || !smc_cursor_equal(cdc->prod, last->prod) ||
+	    cdc->prod_flags != last->prod_flags || cdc->conn_state_flags != last->conn_state_flags)
+		return true;
+	if (conn->st->peer_prod_flags & (SMC_CDC_WRITE_BLOCKED | SMC_CDC_CONS_UPDATE_REQ))
+		return true;
+	/* the peer's view of its room, before this update */
+	return smc_ring_readable(conn->st->rmb_size, conn->st->rx_confirmed, conn->st->rx_prod) >
+	       conn->st->rmb_size / 2;
+}
+
+static int rdma_send_cdc(struct smc_conn *conn, const uint8_t msg[SMC_CDC_MSG_LEN])
+{
+	struct rdma_conn *rc = priv(conn);
+	struct smc_cdc cdc;
+	int err;
+
+	if (atomic_load(&rc->down))
+		return -ECONNRESET;
+	if (smc_cdc_decode(msg, SMC_CDC_MSG_LEN, &cdc))
+		return -EINVAL;
+	/*
+	 * The last CDC (close, abort) is delivered before we return: it leaves
+	 * before the socket closes, and before the process may exit and take
+	 * its QP with it (the peer's await_peer covers what TCP overtakes).
+	 */
+	err = flush(rc, msg, (cdc_wakes_peer(conn, rc, &cdc) ? SMC_RDMA_SOLICITED : 0) |
+			     (cdc.conn_state_flags & (SMC_CDC_PEER_CONN_CLOSED | SMC_CDC_PEER_CONN_ABORT) ?
+			      SMC_RDMA_DELIVERED : 0));
+	if (!err) {
+		rc->last_sent = cdc;
+		rc->sent_any = true;
+	}
+	return err;
+}
+
+static uint32_t rdma_events(struct smc_conn *conn)
+{
+	struct rdma_conn *rc = priv(conn);
+
+	return atomic_load_explicit(&rc->mbox_seq, memory_order_acquire) +
+	       atomic_load_explicit(&rc->wakes, memory_order_acquire);
+}
+
+/* About to sleep: whatever arrives from now on raises a CQ event (smc_rdma_link_arm_any). */
+static void poll_link_before_sleep(struct rdma_conn *rc)
+{
+	if (rc->link)
+		smc_rdma_link_arm_any(rc->link);
+}
+
+static int rdma_recv_cdc(struct smc_conn *conn, uint8_t msg[SMC_CDC_MSG_LEN])
+{
+	struct rdma_conn *rc = priv(conn);
+	uint32_t seq = atomic_load_explicit(&rc->mbox_seq, memory_order_acquire);
+
+	/*
+	 * An unsolicited CDC waits in the CQ for whoever polls it; the poll
+	 * waits for one in progress, so that what came is seen (a caller that
+	 * saw the TCP end must see the close CDC that came before it).
+	 */
+	if (seq == rc->fetched && rc->link) {
+		smc_rdma_link_drain(rc->link);
+		seq = atomic_load_explicit(&rc->mbox_seq, memory_order_acquire);
+	}
+	if (seq != rc->fetched) {
+		pthread_mutex_lock(&rc->mbox_lock);
+		memcpy(msg, rc->mbox, SMC_CDC_MSG_LEN);
+		rc->fetched = atomic_load_explicit(&rc->mbox_seq, memory_order_relaxed);
+		pthread_mutex_unlock(&rc->mbox_lock);
+		return 1;
+	}
+	if (!atomic_load(&rc->down))
+		return 0;
+	/* a peer that said it was done, then went away, closed; any other was lost */
+	return conn->st->peer_state & (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED) ? 0
+											  : -ECONNRESET;
+}
+
+/* A spin's turn: completions are fetched here, not by the poller thread. */
+static void rdma_collect(struct smc_conn *conn)
+{
+	struct rdma_conn *rc = priv(conn);
+
+	if (rc->link)
+		smc_rdma_link_poll(rc->link);
+}
+
+/* How long a wait spins before it sleeps: SMCR_RDMA_SPIN_US, or RDMA_SPIN_NS. */
+static uint64_t spin_ns = RDMA_SPIN_NS;
+static pthread_once_t spin_once = PTHREAD_ONCE_INIT;
+
+static void read_spin_env(void)
+{
+	const char *env = getenv("SMCR_RDMA_SPIN_US");
+	char *end;
+	unsigned long us = env ? strtoul(env, &end, 10) : 0;
+
+	if (env && *env && !*end && us <= 1000000)
+		spin_ns = us * 1000ull;
+}
+
+/* Steady: the peer answers without our CPU (see RDMA_SPIN_NS). */
+static struct smcr_spin_how rdma_spin_how(void)
+{
+	pthread_once(&spin_once, read_spin_env);
+	return (struct smcr_spin_how){ .ns = spin_ns, .steady = true };
+}
+
+/*
+ * Sleeps until the device's completion channel or sleep_fd is readable, or
+ * ms pass: 1 woken by the channel, 0 by sleep_fd (drained), -ETIMEDOUT.
+ */
+static int sleep_once(struct rdma_conn *rc, int ms)
+{
+	struct pollfd p[2] = {
+		{ .fd = rc->sleep_fd, .events = POLLIN },
+		{ .fd = rc->link ? smc_rdma_link_event_fd(rc->link) : -1, .events = POLLIN },
+	};
+	uint64_t count;
+	int n = REAL(poll)(p, 2, ms);
+
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -ETIMEDOUT;
+	if (!p[0].revents)
+		return 1;
+	if (REAL(read)(rc->sleep_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Spins, polling the CQ; then sleeps on the device's completion channel
+ * itself (and on sleep_fd, for wake-ups that are no completion: a CDC the
+ * poller or another thread took, our own wake(), the link's failure), so
+ * that a completion wakes this thread at once, not the poller first.  The
+ * poller, woken too, takes the channel's event; a wake-up for another
+ * link's completion, or before the poller took it, is slept off again.
+ * The TCP end (-ENOTCONN) is judged by smc_conn_peer_lost, which first
+ * takes, and awaits, the CDCs that TCP may have overtaken (await_peer).
+ */
+static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
+{
+	struct rdma_conn *rc = priv(conn);
+	struct timespec ts;
+	int slice = smc_wait_slice(timeout_ms, &ts), woke = 0;
+	uint64_t end;
+
+	if (smc_spin(conn, &rc->spin, since) || rdma_events(conn) != since)
+		return 0;
+	if (timeout_ms == 0)
+		return -ETIMEDOUT;
+	if (smc_tcp_ended(conn))
+		return -ENOTCONN;
+	end = smc_clock_ns() + (uint64_t)slice * 1000000;
+	for (;;) {
+		uint64_t now;
+
+		atomic_store_explicit(&rc->waiting, 1, memory_order_relaxed);
+		atomic_thread_fence(memory_order_seq_cst);
+		poll_link_before_sleep(rc);
+		if (rdma_events(conn) != since)
+			return 0;
+		now = smc_clock_ns();
+		if (now >= end)
+			break;
+		if (woke == 1)
+			sched_yield();	/* the channel stays readable until the poller takes the event */
+		woke = sleep_once(rc, (int)((end - now + 999999) / 1000000));
+		if (woke == -ETIMEDOUT)
+			break;
+		if (woke < 0)
+			return woke;
+	}
+	if (smc_tcp_ended(conn))
+		return -ENOTCONN;
+	return slice == timeout_ms ? -ETIMEDOUT : 0;
+}
+
+static int rdma_wake_fd(struct smc_conn *conn)
+{
+	return priv(conn)->wake_fd;
+}
+
+static bool rdma_arm(struct smc_conn *conn, uint32_t since, bool signalled)
+{
+	struct rdma_conn *rc = priv(conn);
+	uint32_t wakes = atomic_load_explicit(&rc->wakes, memory_order_acquire);
+	uint64_t count;
+	int saved_errno = errno;
+
+	if (signalled || !atomic_load_explicit(&rc->armed, memory_order_relaxed) ||
+	    wakes != atomic_load_explicit(&rc->wakes_seen, memory_order_relaxed)) {
+		atomic_store_explicit(&rc->wakes_seen, wakes, memory_order_relaxed);
+		if (REAL(read)(rc->wake_fd, &count, sizeof(count)) < 0)
+			errno = saved_errno;
+	}
+	atomic_store_explicit(&rc->armed, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	poll_link_before_sleep(rc);
+	return rdma_events(conn) == since;
+}
+
+static void rdma_wake(struct smc_conn *conn)
+{
+	struct rdma_conn *rc = priv(conn);
+
+	atomic_fetch_add_explicit(&rc->wakes, 1, memory_order_release);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (smc_wake_claim(&rc->waiting))
+		smc_wake_signal_fd(rc->sleep_fd);
+	smc_wake_signal_fd(rc->wake_fd);		/* for poll and epoll, armed or not */
+}
+
+static void rdma_release(struct smc_conn *conn)
+{
+	struct rdma_conn *rc = priv(conn);
+
+	if (rc->link) {
+		smc_rdma_link_unbind(rc->link, &rc->ep);
+		smc_rdma_link_put(rc->link);
+	}
+	smc_rdma_buf_put(rc->staging);
+	smc_rdma_buf_put(rc->rmb);
+	REAL(close)(rc->wake_fd);
+	REAL(close)(rc->sleep_fd);
+	pthread_mutex_destroy(&rc->mbox_lock);
+	free(rc);
+	conn->priv = NULL;
+	conn->rmb = NULL;
+}
+
+/*
+ * Up to SMC_CLC_WAIT_SHORT_MS for a CDC not yet fetched, unless the link is
+ * down: a peer that closed sent its close CDC before its TCP end, but on
+ * iWARP its SEND completed as soon as siw handed it to its own TCP stream,
+ * which the socket's FIN may overtake.  A peer that died took its QP with
+ * it: the link goes down, and the wait ends.
+ */
+static bool rdma_await_peer(struct smc_conn *conn)
+{
+	struct rdma_conn *rc = priv(conn);
+	uint64_t end = smc_clock_ns() + (uint64_t)SMC_CLC_WAIT_SHORT_MS * 1000000;
+
+	while (rc->link && !atomic_load(&rc->down)) {
+		smc_rdma_link_drain(rc->link);
+		if (atomic_load_explicit(&rc->mbox_seq, memory_order_acquire) != rc->fetched)
+			return true;
+		if (smc_clock_ns() >= end)
+			break;
+		usleep(1000);
+	}
+	return false;
+}
+
+/*
+ * A QP and the memory regions registered on it belong to the process that
+ * made them: another process holding the socket cannot take the connection
+ * over (smc_sock.c then treats it as lost there).
+ */
+static int rdma_map_rmb(struct smc_conn *conn, int memfd, int wake_fd)
+{
+	(void)conn;
+	(void)memfd;
+	(void)wake_fd;
+	return -EOPNOTSUPP;
+}
+
+const struct smc_transport_ops smc_rdma_ops = {
+	.name = "rdma",
+	.id = SMCR_TRANSPORT_RDMA,
+	.create_rmb = rdma_create_rmb,
+	.map_rmb = rdma_map_rmb,
+	.attach_peer = rdma_attach_peer,
+	.write = rdma_write,
+	.send_cdc = rdma_send_cdc,
+	.recv_cdc = rdma_recv_cdc,
+	.events = rdma_events,
+	.collect = rdma_collect,
+	.spin_how = rdma_spin_how,
+	.wait = rdma_wait,
+	.wake_fd = rdma_wake_fd,
+	.arm = rdma_arm,
+	.wake = rdma_wake,
+	.await_peer = rdma_await_peer,
+	.release = rdma_release,
+};
