@@ -101,7 +101,7 @@ static void wake_waiters(struct rdma_conn *rc)
 		smc_wake_signal_fd(rc->wake_fd);
 }
 
-void smc_rdma_deliver(struct smc_rdma_endpoint *ep, const uint8_t msg[SMC_CDC_MSG_LEN])
+static void deliver(struct smc_rdma_endpoint *ep, const uint8_t msg[SMC_CDC_MSG_LEN])
 {
 	struct rdma_conn *rc = (struct rdma_conn *)ep;
 
@@ -112,7 +112,7 @@ void smc_rdma_deliver(struct smc_rdma_endpoint *ep, const uint8_t msg[SMC_CDC_MS
 	wake_waiters(rc);
 }
 
-void smc_rdma_link_down(struct smc_rdma_endpoint *ep)
+static void link_down(struct smc_rdma_endpoint *ep)
 {
 	struct rdma_conn *rc = (struct rdma_conn *)ep;
 
@@ -121,7 +121,7 @@ void smc_rdma_link_down(struct smc_rdma_endpoint *ep)
 	wake_waiters(rc);
 }
 
-void smc_rdma_link_forgotten(struct smc_rdma_endpoint *ep)
+static void link_forgotten(struct smc_rdma_endpoint *ep)
 {
 	struct rdma_conn *rc = (struct rdma_conn *)ep;
 
@@ -129,6 +129,12 @@ void smc_rdma_link_forgotten(struct smc_rdma_endpoint *ep)
 	atomic_store(&rc->down, true);
 	atomic_fetch_add_explicit(&rc->wakes, 1, memory_order_release);
 }
+
+static const struct smc_rdma_endpoint_ops endpoint_ops = {
+	.deliver = deliver,
+	.down = link_down,
+	.forgotten = link_forgotten,
+};
 
 /* ---- setup ---- */
 
@@ -211,6 +217,7 @@ static int bind_link(struct smc_conn *conn, struct smc_rdma_link *link)
 	int err;
 
 	rc->ep.token = conn->st->token;
+	rc->ep.ops = &endpoint_ops;
 	err = smc_rdma_link_bind(link, &rc->ep);
 	if (err) {
 		smc_rdma_link_put(link);

@@ -123,10 +123,11 @@ static int accept_link(struct rdma_cm_event *e)
 }
 
 /* The poller's: connect requests, links established, disconnected or failed, devices gone. */
-void smc_rdma_on_cm_events(void)
+static void on_cm_events(struct rdma_dev *unused)
 {
 	struct rdma_cm_event *e;
 
+	(void)unused;
 	while (IBV(rdma_get_cm_event)(smc_rdma.cm, &e) == 0) {
 		enum kind *ctx = e->id->context;
 		struct rdma_cm_id *refused = NULL;
@@ -206,12 +207,24 @@ static int listen_id(struct listener *l)
 	return -ENODEV;
 }
 
+static const struct smc_rdma_poller_ops poller_ops = {
+	.ready = {
+		[P_CM] = on_cm_events,
+		[P_REAP] = smc_rdma_on_reap,
+		[P_ASYNC] = smc_rdma_on_async_events,
+		[P_CQ] = smc_rdma_on_cq_events,
+	},
+	.idle = smc_rdma_on_idle,
+	.rearm = smc_rdma_on_rearm,
+	.reap_later = smc_rdma_link_reap_later,
+};
+
 int smc_rdma_listen(const struct sockaddr *local, struct smc_rdma_local *out)
 {
 	struct listener *l;
 	int rc = 0;
 
-	rc = smc_rdma_start();
+	rc = smc_rdma_start(&poller_ops);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&smc_rdma.lock);

@@ -15,7 +15,9 @@
  * event); a poll or epoll on a connection's wake_fd is woken by the thread.
  * Only the thread takes events and frees links, so an event never names a
  * freed one.  Its epoll_wait times out when a CQ is due to be armed again
- * or the next idle link is due (smc_rdma_on_idle).
+ * or the next idle link is due.  What it does for each kind of descriptor
+ * is given by the layers above when they start it (struct
+ * smc_rdma_poller_ops): this file knows devices, not links.
  *
  * fork(): the child has the parent's links, devices and listeners in its
  * memory and their descriptors in its table, but no poller, and the
@@ -58,7 +60,8 @@ struct smc_rdma_state smc_rdma = {
 
 #define IDLE_MS_DEFAULT	30000
 
-static struct poll_src cm_src = { .kind = K_CM }, ctl_src = { .kind = K_CTL };
+static struct poll_src cm_src = { .kind = P_CM }, ctl_src = { .kind = P_REAP };
+static const struct smc_rdma_poller_ops *poller_ops;	/* set once, before the poller runs */
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;	/* the three below */
 static bool started;
 static int start_err;
@@ -104,8 +107,8 @@ struct rdma_dev *smc_rdma_dev_get(struct ibv_context *verbs)
 	dev->cm_verbs = verbs;
 	dev->gen = atomic_load(&smc_rdma.gen);
 	dev->iwarp = verbs->device->transport_type == IBV_TRANSPORT_IWARP;
-	dev->async_src = (struct poll_src){ .kind = K_ASYNC, .dev = dev };
-	dev->cq_src = (struct poll_src){ .kind = K_CQ, .dev = dev };
+	dev->async_src = (struct poll_src){ .kind = P_ASYNC, .dev = dev };
+	dev->cq_src = (struct poll_src){ .kind = P_CQ, .dev = dev };
 	dev->verbs = IBV(ibv_open_device)(verbs->device);
 	dev->pd = dev->verbs ? IBV(ibv_alloc_pd)(dev->verbs) : NULL;
 	dev->chan = dev->pd ? IBV(ibv_create_comp_channel)(dev->verbs) : NULL;
@@ -192,30 +195,17 @@ static void *poller(void *unused)
 		uint64_t now = smc_clock_ns();
 		int rearm = !smc_rdma.rearm_at ? -1 : smc_rdma.rearm_at <= now ? 0 :
 			    (int)((smc_rdma.rearm_at - now + 999999) / 1000000);
-		int idle = smc_rdma_on_idle();
+		int idle = poller_ops->idle();
 		int n = REAL(epoll_wait)(smc_rdma.epfd, ev, 16,
 					 rearm < 0 ? idle : idle < 0 || rearm < idle ? rearm : idle);
 
 		for (int i = 0; i < n; i++) {
 			struct poll_src *src = ev[i].data.ptr;
 
-			switch (src->kind) {
-			case K_CM:
-				smc_rdma_on_cm_events();
-				break;
-			case K_ASYNC:
-				smc_rdma_on_async_events(src->dev);
-				break;
-			case K_CQ:
-				smc_rdma_on_cq_events(src->dev);
-				break;
-			default:
-				smc_rdma_on_reap();
-				break;
-			}
+			poller_ops->ready[src->kind](src->dev);
 		}
 		if (smc_rdma.rearm_at && smc_clock_ns() >= smc_rdma.rearm_at)
-			smc_rdma_on_rearm();
+			poller_ops->rearm();
 	}
 	return NULL;
 }
@@ -270,7 +260,7 @@ void smc_rdma_fork_parent(void)
 		pthread_mutex_unlock(&held[i]->lock);
 		pthread_mutex_unlock(&held[i]->cq_lock);
 		if (--held[i]->refs == 0)
-			smc_rdma_link_reap_later(held[i]);
+			poller_ops->reap_later(held[i]);
 	}
 	pthread_mutex_unlock(&smc_rdma.lock);
 	free(held);
@@ -289,7 +279,7 @@ static void forget(struct smc_rdma_link *link)
 {
 	atomic_store(&link->state, LINK_DEAD);
 	for (struct smc_rdma_endpoint *ep = link->eps; ep; ep = ep->next)
-		smc_rdma_link_forgotten(ep);
+		ep->ops->forgotten(ep);
 }
 
 /* The child's only thread: forgets the parent's RDMA state (the header comment). */
@@ -377,12 +367,13 @@ static int start(void)
 	return rc;
 }
 
-int smc_rdma_start(void)
+int smc_rdma_start(const struct smc_rdma_poller_ops *ops)
 {
 	int rc;
 
 	pthread_mutex_lock(&start_lock);
 	if (!started) {
+		poller_ops = ops;
 		start_err = start();
 		started = true;
 	}

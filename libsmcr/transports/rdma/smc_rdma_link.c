@@ -210,7 +210,7 @@ void smc_rdma_link_fail(struct smc_rdma_link *link, const char *why)
 	smcr_log(SMCR_LOG_INFO, "rdma: link qp %u down: %s", link->info.qpn, why);
 	pthread_mutex_lock(&link->lock);
 	for (struct smc_rdma_endpoint *ep = link->eps; ep; ep = ep->next)
-		smc_rdma_link_down(ep);
+		ep->ops->down(ep);
 	pthread_mutex_unlock(&link->lock);
 	IBV(rdma_disconnect)(link->id);
 	smc_rdma_link_put(link);	/* the table's */
@@ -315,7 +315,7 @@ static void deliver(struct smc_rdma_link *link, const uint8_t *msg, uint32_t len
 	for (ep = link->eps; ep && ep->token != cdc.token; ep = ep->next)
 		;
 	if (ep)
-		smc_rdma_deliver(ep, msg);
+		ep->ops->deliver(ep, msg);
 	else
 		smcr_stat_add(rdma.cdc_unknown_token, 1);
 	pthread_mutex_unlock(&link->lock);
@@ -590,11 +590,12 @@ void smc_rdma_on_rearm(void)
 		smc_rdma_link_poll(due[i]);
 }
 
-void smc_rdma_on_reap(void)
+void smc_rdma_on_reap(struct rdma_dev *unused)
 {
 	struct smc_rdma_link *list, *next;
 	uint64_t count;
 
+	(void)unused;
 	if (REAL(read)(smc_rdma.ctl_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
 		smcr_log(SMCR_LOG_WARN, "rdma: reading the poller's eventfd failed");
 	pthread_mutex_lock(&smc_rdma.lock);

@@ -42,17 +42,26 @@ struct ibv_mr;
 struct smc_rdma_link;
 struct rdma_dev;
 
+struct smc_rdma_endpoint;
+
+/*
+ * What a link tells a connection bound to it: the connection's owner
+ * (smc_rdma.c) gives these with the endpoint, and the link calls them under
+ * its lock, from any thread.
+ */
+struct smc_rdma_endpoint_ops {
+	void (*deliver)(struct smc_rdma_endpoint *ep, const uint8_t msg[SMC_CDC_MSG_LEN]);
+	void (*down)(struct smc_rdma_endpoint *ep);
+	/* a forked child's only thread, on every endpoint it inherited: down, nobody to wake */
+	void (*forgotten)(struct smc_rdma_endpoint *ep);
+};
+
 /* A connection as a link knows it: found by token, told of CDCs and failure. */
 struct smc_rdma_endpoint {
 	uint32_t token;				/* ours, in every CDC the peer sends us */
+	const struct smc_rdma_endpoint_ops *ops;
 	struct smc_rdma_endpoint *next;		/* on the link, under its lock */
 };
-
-/* Implemented by smc_rdma.c, called by the link (under its lock, any thread). */
-void smc_rdma_deliver(struct smc_rdma_endpoint *ep, const uint8_t msg[SMC_CDC_MSG_LEN]);
-void smc_rdma_link_down(struct smc_rdma_endpoint *ep);
-/* A forked child's only thread, on every endpoint it inherited: down, nobody to wake. */
-void smc_rdma_link_forgotten(struct smc_rdma_endpoint *ep);
 
 /* A registered buffer: an RMB (the peer writes it) or a staging buffer (we write from it). */
 struct smc_rdma_buf {

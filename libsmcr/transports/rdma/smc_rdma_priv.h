@@ -16,12 +16,28 @@
 #include "smc_transport.h"
 #include "stats.h"
 
-/* What an rdma_cm id's context or an epoll entry points to starts with its kind. */
-enum kind { K_LISTENER, K_LINK, K_CM, K_CTL, K_ASYNC, K_CQ };
+/* What an rdma_cm id's context points to starts with its kind. */
+enum kind { K_LISTENER, K_LINK };
 
+/* What the poller's descriptors are: the handler that runs when one is readable. */
+enum poll_kind { P_CM, P_REAP, P_ASYNC, P_CQ, P_KINDS };
+
+/* An epoll entry of the poller: its kind, and its device (NULL: the transport's own). */
 struct poll_src {
-	enum kind kind;
+	enum poll_kind kind;
 	struct rdma_dev *dev;
+};
+
+/*
+ * The poller's work, which lies in the files above the devices (links and
+ * the connection manager): smc_rdma_cm.c hands these to smc_rdma_start, as
+ * the kernel's handler tables are filled by the layers that own the work.
+ */
+struct smc_rdma_poller_ops {
+	void (*ready[P_KINDS])(struct rdma_dev *dev);	/* a descriptor of this kind is readable */
+	int (*idle)(void);		/* ms until the next idle link's time, or -1 */
+	void (*rearm)(void);		/* CQs whose rearm time has come */
+	void (*reap_later)(struct smc_rdma_link *link);	/* under smc_rdma.lock: no one holds it */
 };
 
 /*
@@ -133,7 +149,8 @@ static inline uint64_t smc_rdma_now_ms(void)
 }
 
 /* smc_rdma_dev.c */
-int smc_rdma_start(void);			/* loads, starts the poller once: 0 or -ENODEV */
+/* Loads, starts the poller once (with ops; later calls keep the first): 0 or -ENODEV. */
+int smc_rdma_start(const struct smc_rdma_poller_ops *ops);
 /* Under smc_rdma.lock: by librdmacm's context (an id's verbs) or ours. */
 struct rdma_dev *smc_rdma_dev_get(struct ibv_context *verbs);
 
@@ -145,14 +162,12 @@ void smc_rdma_link_reap_later(struct smc_rdma_link *link);	/* under smc_rdma.loc
 void smc_rdma_link_fail(struct smc_rdma_link *link, const char *why);
 /* Disconnected, or its QP flushed: ends unused (refs 1: the table's only), else fails. */
 void smc_rdma_link_disconnected(struct smc_rdma_link *link);
-int smc_rdma_on_idle(void);		/* the poller's: ms until the next idle link's time, or -1 */
 void smc_rdma_dev_fail_links(struct rdma_dev *dev, const char *why);
-void smc_rdma_on_async_events(struct rdma_dev *dev);	/* the poller's */
+/* The poller's (struct smc_rdma_poller_ops). */
+int smc_rdma_on_idle(void);
+void smc_rdma_on_async_events(struct rdma_dev *dev);
 void smc_rdma_on_cq_events(struct rdma_dev *dev);
 void smc_rdma_on_rearm(void);
-void smc_rdma_on_reap(void);
-
-/* smc_rdma_cm.c */
-void smc_rdma_on_cm_events(void);			/* the poller's */
+void smc_rdma_on_reap(struct rdma_dev *unused);
 
 #endif
