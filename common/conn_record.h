@@ -1,7 +1,7 @@
 /*
  * conn_record.h - one connection as the outside sees it: the record a
  * process publishes for each of its TCP connections in its shared
- * statistics region (stats.h), smcrd reads and `smcrctl conns` prints, like
+ * statistics region (stats_region.h), smcrd reads and `smcrctl conns` prints, like
  * smcss -W.  This file owns that layout and the pure functions that name
  * and format its fields; conn_table.c fills the records in.
  *
@@ -104,7 +104,7 @@ struct smcr_conn_record {
 
 /*
  * The connections a process may list at once; more are counted
- * (stats.h: untracked) but not listed.  Pages of the table are only
+ * (stats_region.h: untracked) but not listed.  Pages of the table are only
  * touched as slots are used.
  */
 #define SMCR_CONN_SLOTS 4096

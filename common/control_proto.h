@@ -44,7 +44,7 @@ static inline const char *smcr_rundir(void)
 enum smcr_control_type {
 	SMCR_CONTROL_REGISTER = 1,      /* carries 0 or 1 fd: the process's statistics, a
 					   memfd of smcr_stats_region_size() bytes holding
-					   a struct smcr_stats (stats.h), sealed against
+					   a struct smcr_stats (stats_region.h), sealed against
 					   SHRINK; reply carries 2 fds (SCM_RIGHTS): the
 					   handshake result map (read-only), the ownership
 					   map */

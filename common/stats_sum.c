@@ -1,5 +1,5 @@
 /*
- * stats_sum.c - reading a statistics region (stats.h): its counters plus
+ * stats_sum.c - reading a statistics region (stats_region.h): its counters plus
  * the traffic of the connections still open in its table, which join the
  * counters only when they close.  Shared by libsmcr (its exit line) and
  * smcrd (the host's figures), where the region is another process's memory:
