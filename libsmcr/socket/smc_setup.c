@@ -16,6 +16,15 @@
 #include "real.h"
 #include "smc_setup.h"
 
+/*
+ * One call's view of the exchange: the state, which lives in a page other
+ * processes map and so holds data only, and this process's transport.
+ */
+struct smc_setup_run {
+	struct smc_setup *s;
+	const struct smc_setup_transport *t;
+};
+
 static int64_t now_ms(void)
 {
 	struct timespec ts;
@@ -23,32 +32,30 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void start(struct smc_setup *s, enum smc_setup_state state, int sock, uint64_t gid,
-		  const struct smc_setup_transport *transport)
+static void start(struct smc_setup *s, enum smc_setup_state state, int sock, uint64_t gid)
 {
-	*s = (struct smc_setup){ .state = state, .sock = sock, .gid = gid,
-				 .transport = *transport, .need = SMC_CLC_HDR_LEN,
+	*s = (struct smc_setup){ .state = state, .sock = sock, .gid = gid, .need = SMC_CLC_HDR_LEN,
 				 .deadline_ms = now_ms() + SMC_CLC_WAIT_MS };
 }
 
-void smc_setup_client(struct smc_setup *s, int sock, uint64_t gid,
-		      const struct smc_setup_transport *transport)
+void smc_setup_client(struct smc_setup *s, int sock, uint64_t gid)
 {
-	start(s, SMC_SETUP_CLIENT_START, sock, gid, transport);
+	start(s, SMC_SETUP_CLIENT_START, sock, gid);
 }
 
-void smc_setup_server(struct smc_setup *s, int sock, uint64_t gid,
-		      const struct smc_setup_transport *transport)
+void smc_setup_server(struct smc_setup *s, int sock, uint64_t gid)
 {
-	start(s, SMC_SETUP_SERVER_WAIT_PROPOSAL, sock, gid, transport);
+	start(s, SMC_SETUP_SERVER_WAIT_PROPOSAL, sock, gid);
 }
 
 /* Ends the exchange; a buffer prepared for a connection not on SMC is given up. */
-static enum smc_setup_state finish(struct smc_setup *s, enum smc_setup_state state,
+static enum smc_setup_state finish(const struct smc_setup_run *run, enum smc_setup_state state,
 				   enum smcr_reason reason)
 {
+	struct smc_setup *s = run->s;
+
 	if (state != SMC_SETUP_DONE && s->prepared) {
-		s->transport.abandon(s->transport.ctx);
+		run->t->abandon(run->t->ctx);
 		s->prepared = false;
 	}
 	s->state = state;
@@ -76,23 +83,26 @@ static bool send_msg(struct smc_setup *s, const uint8_t *msg, int len)
 }
 
 /* Declines with reason and leaves the connection on TCP. */
-static enum smc_setup_state decline(struct smc_setup *s, enum smcr_reason reason)
+static enum smc_setup_state decline(const struct smc_setup_run *run, enum smcr_reason reason)
 {
+	struct smc_setup *s = run->s;
 	struct smc_clc_decline d = { .peer_diagnosis = smcr_reason_code(reason) };
 	uint8_t msg[SMC_CLC_DECLINE_LEN];
 	int len = smc_clc_encode_decline(msg, sizeof(msg), &d);
 
 	if (!send_msg(s, msg, len))
-		return finish(s, SMC_SETUP_RESET, reason);      /* the peer waits for a message */
-	return finish(s, SMC_SETUP_FALLBACK, reason);
+		return finish(run, SMC_SETUP_RESET, reason);      /* the peer waits for a message */
+	return finish(run, SMC_SETUP_FALLBACK, reason);
 }
 
 /* The peer declined: we stay on TCP too. */
-static enum smc_setup_state declined(struct smc_setup *s, const struct smc_clc_decline *d)
+static enum smc_setup_state declined(const struct smc_setup_run *run, const struct smc_clc_decline *d)
 {
+	struct smc_setup *s = run->s;
+
 	s->peer_diagnosis = d->peer_diagnosis;
 	smcr_log(SMCR_LOG_DEBUG, "peer declined SMC: 0x%08x", d->peer_diagnosis);
-	return finish(s, SMC_SETUP_FALLBACK, SMCR_REASON_PEERDECL);
+	return finish(run, SMC_SETUP_FALLBACK, SMCR_REASON_PEERDECL);
 }
 
 /*
@@ -124,8 +134,9 @@ static int receive(struct smc_setup *s, enum smcr_reason *why)
 }
 
 /* The next message, waiting up to wait_ms; 1, 0 (not yet) or -1 (state final). */
-static int next_msg(struct smc_setup *s, int wait_ms, struct smc_clc_msg *msg)
+static int next_msg(const struct smc_setup_run *run, int wait_ms, struct smc_clc_msg *msg)
 {
+	struct smc_setup *s = run->s;
 	enum smcr_reason why = SMCR_REASON_NONE;
 	int got;
 
@@ -135,7 +146,7 @@ static int next_msg(struct smc_setup *s, int wait_ms, struct smc_clc_msg *msg)
 			break;
 		int64_t left = s->deadline_ms - now_ms();
 		if (left <= 0) {
-			finish(s, SMC_SETUP_RESET, SMCR_REASON_TIMEOUT_CL);
+			finish(run, SMC_SETUP_RESET, SMCR_REASON_TIMEOUT_CL);
 			return -1;
 		}
 		if (wait_ms <= 0)
@@ -143,7 +154,7 @@ static int next_msg(struct smc_setup *s, int wait_ms, struct smc_clc_msg *msg)
 		struct pollfd p = { .fd = s->sock, .events = POLLIN };
 		int64_t until = now_ms() + wait_ms;
 		if (REAL(poll)(&p, 1, (int)(left < wait_ms ? left : wait_ms)) < 0 && errno != EINTR) {
-			finish(s, SMC_SETUP_RESET, SMCR_REASON_INTERR);
+			finish(run, SMC_SETUP_RESET, SMCR_REASON_INTERR);
 			return -1;
 		}
 		wait_ms = (int)(until - now_ms());
@@ -158,7 +169,7 @@ static int next_msg(struct smc_setup *s, int wait_ms, struct smc_clc_msg *msg)
 	 * A stream the peer closed holds nothing more, so no byte of the
 	 * exchange can reach the application: it reads the end, as over TCP.
 	 */
-	finish(s, got == -2 ? SMC_SETUP_FALLBACK : SMC_SETUP_RESET, why);
+	finish(run, got == -2 ? SMC_SETUP_FALLBACK : SMC_SETUP_RESET, why);
 	return -1;
 }
 
@@ -172,39 +183,42 @@ static bool has(enum smc_type offer, enum smc_type type)
 	return offer == type || offer == SMC_TYPE_B;
 }
 
-static enum smc_setup_state client_start(struct smc_setup *s)
+static enum smc_setup_state client_start(const struct smc_setup_run *run)
 {
+	struct smc_setup *s = run->s;
 	struct smc_clc_proposal prop = { .ism_gid = s->gid };
 	uint8_t msg[SMC_CLC_PROPOSAL_MAX_LEN];
-	enum smcr_reason why = s->transport.offers(s->transport.ctx, &prop.smc_type, &prop.lcl);
+	enum smcr_reason why = run->t->offers(run->t->ctx, &prop.smc_type, &prop.lcl);
 
 	if (why != SMCR_REASON_NONE)
-		return decline(s, why);
+		return decline(run, why);
 	if (!has(prop.smc_type, SMC_TYPE_D))
 		prop.ism_gid = 0;
 	int len = smc_clc_encode_proposal(msg, sizeof(msg), &prop);
 
 	if (!send_msg(s, msg, len))
-		return finish(s, SMC_SETUP_RESET, SMCR_REASON_INTERR);
+		return finish(run, SMC_SETUP_RESET, SMCR_REASON_INTERR);
 	s->offered = prop.smc_type;
 	s->state = SMC_SETUP_CLIENT_WAIT_ACCEPT;
 	return s->state;
 }
 
 /* Our buffer on transport type; a reason if not. */
-static enum smcr_reason prepare(struct smc_setup *s, enum smc_type type,
+static enum smcr_reason prepare(const struct smc_setup_run *run, enum smc_type type,
 				const struct smc_clc_local *peer_lcl)
 {
-	enum smcr_reason why = s->transport.prepare(s->transport.ctx, type, peer_lcl);
+	struct smc_setup *s = run->s;
+	enum smcr_reason why = run->t->prepare(run->t->ctx, type, peer_lcl);
 
 	s->chosen = type;
 	s->prepared = true;     /* even half done: abandon undoes what was */
 	return why;
 }
 
-static enum smcr_reason describe(struct smc_setup *s, struct smc_clc_accept_confirm *ours)
+static enum smcr_reason describe(const struct smc_setup_run *run, struct smc_clc_accept_confirm *ours)
 {
-	enum smcr_reason why = s->transport.describe(s->transport.ctx, ours);
+	struct smc_setup *s = run->s;
+	enum smcr_reason why = run->t->describe(run->t->ctx, ours);
 
 	ours->smc_type = s->chosen;
 	if (s->chosen == SMC_TYPE_D)
@@ -212,31 +226,33 @@ static enum smcr_reason describe(struct smc_setup *s, struct smc_clc_accept_conf
 	return why;
 }
 
-static enum smc_setup_state client_accepted(struct smc_setup *s,
+static enum smc_setup_state client_accepted(const struct smc_setup_run *run,
 					    const struct smc_clc_accept_confirm *acc)
 {
+	struct smc_setup *s = run->s;
 	struct smc_clc_accept_confirm conf;
 	uint8_t msg[SMCR_CLC_ACCEPT_CONFIRM_LEN];
 	enum smcr_reason why;
 
 	if (!has(s->offered, acc->smc_type) ||
 	    (acc->smc_type == SMC_TYPE_D && !same_host(acc->d.gid, s->gid)))
-		return decline(s, SMCR_REASON_MODEUNSUPP);
-	if ((why = prepare(s, acc->smc_type, NULL)) != SMCR_REASON_NONE ||
-	    (why = s->transport.attach(s->transport.ctx, acc)) != SMCR_REASON_NONE ||
-	    (why = describe(s, &conf)) != SMCR_REASON_NONE)
-		return decline(s, why);
+		return decline(run, SMCR_REASON_MODEUNSUPP);
+	if ((why = prepare(run, acc->smc_type, NULL)) != SMCR_REASON_NONE ||
+	    (why = run->t->attach(run->t->ctx, acc)) != SMCR_REASON_NONE ||
+	    (why = describe(run, &conf)) != SMCR_REASON_NONE)
+		return decline(run, why);
 	conf.first_contact = acc->first_contact;        /* echoed, as RFC 7609 has it */
 	int len = smc_clc_encode_confirm(msg, sizeof(msg), &conf);
 	if (!send_msg(s, msg, len))
-		return finish(s, SMC_SETUP_RESET, SMCR_REASON_INTERR);
-	return finish(s, SMC_SETUP_DONE, SMCR_REASON_NONE);
+		return finish(run, SMC_SETUP_RESET, SMCR_REASON_INTERR);
+	return finish(run, SMC_SETUP_DONE, SMCR_REASON_NONE);
 }
 
 /* The server's choice for prop: D on one host, else R; SMC_TYPE_N and why if neither. */
-static enum smc_type choose(struct smc_setup *s, const struct smc_clc_proposal *prop,
+static enum smc_type choose(const struct smc_setup_run *run, const struct smc_clc_proposal *prop,
 			    enum smcr_reason *why)
 {
+	struct smc_setup *s = run->s;
 	struct smc_clc_local lcl;
 	enum smc_type ours;
 
@@ -244,7 +260,7 @@ static enum smc_type choose(struct smc_setup *s, const struct smc_clc_proposal *
 		*why = SMCR_REASON_VERSMISMAT;
 		return SMC_TYPE_N;
 	}
-	*why = s->transport.offers(s->transport.ctx, &ours, &lcl);
+	*why = run->t->offers(run->t->ctx, &ours, &lcl);
 	if (*why != SMCR_REASON_NONE)
 		return SMC_TYPE_N;
 	if (has(prop->smc_type, SMC_TYPE_D) && has(ours, SMC_TYPE_D) &&
@@ -256,36 +272,38 @@ static enum smc_type choose(struct smc_setup *s, const struct smc_clc_proposal *
 	return SMC_TYPE_N;
 }
 
-static enum smc_setup_state server_proposed(struct smc_setup *s, const struct smc_clc_msg *m)
+static enum smc_setup_state server_proposed(const struct smc_setup_run *run, const struct smc_clc_msg *m)
 {
+	struct smc_setup *s = run->s;
 	const struct smc_clc_proposal *prop = &m->proposal;
 	struct smc_clc_accept_confirm acc;
 	uint8_t msg[SMCR_CLC_ACCEPT_CONFIRM_LEN];
 	enum smcr_reason why;
-	enum smc_type type = choose(s, prop, &why);
+	enum smc_type type = choose(run, prop, &why);
 
 	if (type == SMC_TYPE_N ||
-	    (why = prepare(s, type, &prop->lcl)) != SMCR_REASON_NONE ||
-	    (why = describe(s, &acc)) != SMCR_REASON_NONE)
-		return decline(s, why);
+	    (why = prepare(run, type, &prop->lcl)) != SMCR_REASON_NONE ||
+	    (why = describe(run, &acc)) != SMCR_REASON_NONE)
+		return decline(run, why);
 	int len = smc_clc_encode_accept(msg, sizeof(msg), &acc);
 	if (!send_msg(s, msg, len))
-		return finish(s, SMC_SETUP_RESET, SMCR_REASON_INTERR);
+		return finish(run, SMC_SETUP_RESET, SMCR_REASON_INTERR);
 	s->state = SMC_SETUP_SERVER_WAIT_CONFIRM;
 	return s->state;
 }
 
 /* The client is committed once it sent Confirm: a failure now can only reset. */
-static enum smc_setup_state server_confirmed(struct smc_setup *s,
+static enum smc_setup_state server_confirmed(const struct smc_setup_run *run,
 					     const struct smc_clc_accept_confirm *conf)
 {
+	struct smc_setup *s = run->s;
 	enum smcr_reason why = SMCR_REASON_MODEUNSUPP;
 
 	if (conf->smc_type == s->chosen &&
 	    (conf->smc_type != SMC_TYPE_D || same_host(conf->d.gid, s->gid)) &&
-	    (why = s->transport.attach(s->transport.ctx, conf)) == SMCR_REASON_NONE)
-		return finish(s, SMC_SETUP_DONE, SMCR_REASON_NONE);
-	return finish(s, SMC_SETUP_RESET, why);
+	    (why = run->t->attach(run->t->ctx, conf)) == SMCR_REASON_NONE)
+		return finish(run, SMC_SETUP_DONE, SMCR_REASON_NONE);
+	return finish(run, SMC_SETUP_RESET, why);
 }
 
 /* The message the current state waits for; SMC_CLC_DECLINE is always welcome. */
@@ -301,27 +319,29 @@ static uint8_t expected(enum smc_setup_state state)
 	}
 }
 
-enum smc_setup_state smc_setup_progress(struct smc_setup *s, int wait_ms)
+enum smc_setup_state smc_setup_progress(struct smc_setup *s,
+					const struct smc_setup_transport *transport, int wait_ms)
 {
+	const struct smc_setup_run this_call = { .s = s, .t = transport }, *run = &this_call;
 	int saved_errno = errno;
 	struct smc_clc_msg m;
 
 	if (s->state == SMC_SETUP_CLIENT_START)
-		client_start(s);
+		client_start(run);
 	while (!smc_setup_final(s)) {
-		int got = next_msg(s, wait_ms, &m);
+		int got = next_msg(run, wait_ms, &m);
 		if (got <= 0)
 			break;
 		if (m.hdr.type == SMC_CLC_DECLINE)
-			declined(s, &m.decline);
+			declined(run, &m.decline);
 		else if (m.hdr.type != expected(s->state))
-			finish(s, SMC_SETUP_RESET, SMCR_REASON_SYNCERR);
+			finish(run, SMC_SETUP_RESET, SMCR_REASON_SYNCERR);
 		else if (s->state == SMC_SETUP_CLIENT_WAIT_ACCEPT)
-			client_accepted(s, &m.accept_confirm);
+			client_accepted(run, &m.accept_confirm);
 		else if (s->state == SMC_SETUP_SERVER_WAIT_PROPOSAL)
-			server_proposed(s, &m);
+			server_proposed(run, &m);
 		else
-			server_confirmed(s, &m.accept_confirm);
+			server_confirmed(run, &m.accept_confirm);
 	}
 	errno = saved_errno;
 	return s->state;

@@ -19,7 +19,9 @@
  *   RESET     the stream cannot be trusted (a malformed message, the peer
  *             silent past the CLC timeout, a failure after the client
  *             committed): the caller aborts the TCP connection.
- * The transport being set up is reached through struct smc_setup_transport.
+ * The transport being set up is reached through struct smc_setup_transport,
+ * which each call is given: struct smc_setup lives in a page that other
+ * processes map, so it holds data only, never a pointer to code.
  */
 #ifndef SMCR_SMC_SETUP_H
 #define SMCR_SMC_SETUP_H
@@ -77,21 +79,20 @@ struct smc_setup {
 	bool prepared;                  /* our buffer exists: abandon it if we stay on TCP */
 	enum smc_type offered;          /* client: what its Proposal offered */
 	enum smc_type chosen;           /* R or D, once prepared */
-	struct smc_setup_transport transport;
 	size_t have, need;              /* bytes of the message being received */
 	uint8_t buf[SMC_CLC_MAX_LEN];
 };
 
-void smc_setup_client(struct smc_setup *s, int sock, uint64_t gid,
-		      const struct smc_setup_transport *transport);
-void smc_setup_server(struct smc_setup *s, int sock, uint64_t gid,
-		      const struct smc_setup_transport *transport);
+void smc_setup_client(struct smc_setup *s, int sock, uint64_t gid);
+void smc_setup_server(struct smc_setup *s, int sock, uint64_t gid);
 
 /*
- * Advances as far as it can, waiting at most wait_ms (0: not at all) for the
- * peer; returns the state reached.  Call again while it is not final.
+ * Advances as far as it can over transport, waiting at most wait_ms (0: not
+ * at all) for the peer; returns the state reached.  Call again while it is
+ * not final, from this or another process (each with its own transport).
  */
-enum smc_setup_state smc_setup_progress(struct smc_setup *s, int wait_ms);
+enum smc_setup_state smc_setup_progress(struct smc_setup *s,
+					const struct smc_setup_transport *transport, int wait_ms);
 
 static inline bool smc_setup_final(const struct smc_setup *s)
 {

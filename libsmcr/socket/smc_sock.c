@@ -720,19 +720,18 @@ enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wai
 	phase = phase_of(sk);
 	if (phase == SMCR_SOCK_IDLE) {
 		if (sk->sh->active)
-			smc_setup_client(setup, fd, local_gid(), &transport);
+			smc_setup_client(setup, fd, local_gid());
 		else
-			smc_setup_server(setup, fd, local_gid(), &transport);
+			smc_setup_server(setup, fd, local_gid());
 		phase = SMCR_SOCK_SETUP;
 		atomic_store_explicit(&sk->sh->phase, phase, memory_order_release);
 	}
 	if (phase == SMCR_SOCK_SETUP) {
 		bool wait = may_wait && !atomic_load(&sk->sh->nonblock);
 
-		/* the exchange may have begun in another process: ours are these */
+		/* the exchange may have begun in another process: ours is fd */
 		setup->sock = fd;
-		setup->transport = transport;
-		smc_setup_progress(setup, wait ? SMC_CLC_WAIT_MS : 0);
+		smc_setup_progress(setup, &transport, wait ? SMC_CLC_WAIT_MS : 0);
 		if (smc_setup_final(setup))
 			conclude(sk, fd, setup->state);
 		phase = phase_of(sk);

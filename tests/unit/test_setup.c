@@ -114,16 +114,16 @@ static void *run_side(void *arg)
 	struct smc_setup_transport t = FAKE_TRANSPORT(&sd->fake);
 
 	if (sd->client)
-		smc_setup_client(&sd->setup, sd->sock, sd->gid, &t);
+		smc_setup_client(&sd->setup, sd->sock, sd->gid);
 	else
-		smc_setup_server(&sd->setup, sd->sock, sd->gid, &t);
+		smc_setup_server(&sd->setup, sd->sock, sd->gid);
 	if (sd->timeout_ms) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		sd->setup.deadline_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + sd->timeout_ms;
 	}
 	while (!smc_setup_final(&sd->setup))
-		smc_setup_progress(&sd->setup, 50);
+		smc_setup_progress(&sd->setup, &t, 50);
 	if (sd->send_after)
 		send(sd->sock, sd->send_after, strlen(sd->send_after), MSG_NOSIGNAL);
 	return NULL;
@@ -423,13 +423,13 @@ static void progress_without_waiting(void **state)
 	struct smc_setup_transport ts = FAKE_TRANSPORT(&fs);
 	struct smc_setup client, server;
 	tcp_pair(&c, &s);
-	smc_setup_server(&server, s, HOST_GID(2), &ts);
-	assert_int_equal(smc_setup_progress(&server, 0), SMC_SETUP_SERVER_WAIT_PROPOSAL);
-	smc_setup_client(&client, c, HOST_GID(1), &tc);
-	assert_int_equal(smc_setup_progress(&client, 0), SMC_SETUP_CLIENT_WAIT_ACCEPT);
+	smc_setup_server(&server, s, HOST_GID(2));
+	assert_int_equal(smc_setup_progress(&server, &ts, 0), SMC_SETUP_SERVER_WAIT_PROPOSAL);
+	smc_setup_client(&client, c, HOST_GID(1));
+	assert_int_equal(smc_setup_progress(&client, &tc, 0), SMC_SETUP_CLIENT_WAIT_ACCEPT);
 	for (int i = 0; i < 1000 && !(smc_setup_final(&client) && smc_setup_final(&server)); i++) {
-		smc_setup_progress(&server, 0);
-		smc_setup_progress(&client, 0);
+		smc_setup_progress(&server, &ts, 0);
+		smc_setup_progress(&client, &tc, 0);
 		usleep(1000);
 	}
 	assert_int_equal(client.state, SMC_SETUP_DONE);
