@@ -8,7 +8,7 @@
  * child (one thread, every lock held by the fork's own thread):
  *   1. statistics: count from zero, privately; the connections inherited
  *      are the child's from now on;
- *   2. connections: both processes now share them (smc_sock.c);
+ *   2. connections: both processes now share them (smc_sock_view.c);
  *   3. smcrd: the parent's registration is not the child's; a child of a
  *      registered parent registers now, before a sandbox could forbid it;
  *   4. RDMA: the parent's links and devices are forgotten, never touched.

@@ -28,7 +28,7 @@ struct smcr_epoll;
 struct smcr_epoll *smcr_epoll_get(struct smcr_epoll *ep);
 void smcr_epoll_put(struct smcr_epoll *ep);
 
-/* fd's connection changed how it must be waited for (smc_sock.c). */
+/* fd's connection changed how it must be waited for (smc_sock_view.c). */
 void smcr_readiness_changed(int fd);
 
 /* fd is being closed: it leaves every epoll set it is in (fdtable.c). */

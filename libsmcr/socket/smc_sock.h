@@ -11,7 +11,7 @@
  * be this very thread, about to accept().  A server that accepts, forks and
  * leaves the connection to its child needs no more of it than that.  The
  * connection's state is shared by every process holding the socket
- * (smc_sock.c): after fork(), over SCM_RIGHTS or across exec, whichever
+ * (smc_sock_view.c): after fork(), over SCM_RIGHTS or across exec, whichever
  * process uses it next carries on.
  *
  * The descriptor table (fdtable.h) holds one reference per descriptor
@@ -116,7 +116,7 @@ void smcr_sock_tcp_ended(struct smcr_sock *sk);
 /* A message carries sk to another process (count 1), or did not after all (-1). */
 void smcr_sock_passing(struct smcr_sock *sk, int count);
 
-/* fork() handlers: before, and after in the parent and in the child (see smc_sock.c). */
+/* fork() handlers: before, and after in the parent and in the child (see smc_sock_view.c). */
 void smcr_sock_fork_prepare(void);
 void smcr_sock_fork_done(void);
 void smcr_sock_fork_child(void);

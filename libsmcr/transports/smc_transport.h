@@ -85,7 +85,7 @@ struct smc_transport_ops {
 
 	/*
 	 * The same RMB as create_rmb set it up, maybe in another process (the
-	 * connection changed hands: smc_sock.c): mapped again, checked, not
+	 * connection changed hands: smc_sock_view.c): mapped again, checked, not
 	 * touched.  Fills in conn->rmb and conn->priv; wake_fd as create_rmb.
 	 */
 	int (*map_rmb)(struct smc_conn *conn, int memfd, int wake_fd);
@@ -196,7 +196,7 @@ struct smc_traffic {
 /*
  * One connection, in two parts.  Its state (struct smc_conn_state) is what
  * every process using the connection shares: it lives in shared memory
- * (smc_sock.c), so that after fork(), or with the socket passed to another
+ * (smc_sock_view.c), so that after fork(), or with the socket passed to another
  * process, whichever process calls next carries on where the last left
  * off.  Its lock is therefore process-shared, and robust: a process that
  * dies holding it may have left a change half made, and the connection

@@ -5,7 +5,7 @@
  *   rdma_peer [ADDR [PINGPONGS [STREAM_MIB]]]
  *
  * Environment: RDMA_PEER_FIGURE_CLASS (RMB size class of the figures,
- * default 4: 256 KiB, as smc_sock.c's connections), RDMA_PEER_SEND_SLOTS
+ * default 4: 256 KiB, as smc_sock_view.c's connections), RDMA_PEER_SEND_SLOTS
  * (send-queue depth of links), SMCR_LOG=debug (every post, completion and
  * rdma_cm event).
  *

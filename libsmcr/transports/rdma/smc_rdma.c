@@ -611,7 +611,7 @@ static bool rdma_await_peer(struct smc_conn *conn)
 /*
  * A QP and the memory regions registered on it belong to the process that
  * made them: another process holding the socket cannot take the connection
- * over (smc_sock.c then treats it as lost there).
+ * over (smc_sock_view.c then treats it as lost there).
  */
 static int rdma_map_rmb(struct smc_conn *conn, int memfd, int wake_fd)
 {

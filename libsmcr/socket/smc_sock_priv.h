@@ -1,0 +1,58 @@
+/*
+ * smc_sock_priv.h - inside the socket layer: a connection's shared state
+ * page and a process's view of it, as smc_sock_view.c makes them and
+ * smc_sock.c uses them.  Nothing outside libsmcr/socket includes it.
+ */
+#ifndef SMCR_SMC_SOCK_PRIV_H
+#define SMCR_SMC_SOCK_PRIV_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conn_record.h"
+#include "reason.h"
+#include "smc_setup.h"
+#include "smc_sock.h"
+#include "smc_transport.h"
+
+/* What every process holding the connection shares: a page of a memfd (see the top). */
+struct sock_shared {
+	struct smc_conn_state conn;
+	struct smc_setup setup;
+	_Atomic unsigned int holders;   /* processes with a view of it, and messages */
+	_Atomic unsigned int in_flight; /* of which messages carrying it (SCM_RIGHTS) */
+	_Atomic int phase;              /* enum smcr_sock_phase */
+	_Atomic bool nonblock;          /* O_NONBLOCK, as the application set it */
+	bool active;                    /* a client */
+	bool linger_abort;              /* SO_LINGER with a zero timeout: close resets */
+	bool corked;                    /* TCP_CORK: sends wait for more, as MSG_MORE */
+	bool rd_shut;                   /* shutdown(SHUT_RD): reads never wait */
+	bool offered;                   /* our buffer is on offer as token */
+	enum smcr_reason offer_failed;  /* why it is not */
+	uint32_t transports;            /* SMCR_CONTROL_SHM, _RDMA: what smcr.conf allowed then */
+	enum smcr_transport_id transport;       /* which one the connection uses */
+	uint64_t token;
+};
+
+#define STATE_BYTES 4096u
+_Static_assert(sizeof(struct sock_shared) <= STATE_BYTES, "the state outgrew its page");
+
+/* This process's view of a connection. */
+struct smcr_sock {
+	_Atomic unsigned int refs;      /* descriptors of this process naming it */
+	struct sock_shared *sh;
+	_Atomic bool attached;          /* conn has the peer's buffer (read unlocked) */
+	bool lost;                      /* the view cannot be had: the connection is gone here */
+	bool first_contact;             /* RDMA server: the connection made its link */
+	struct smc_conn conn;
+	struct smcr_sock *prev, *next;  /* every connection of the process */
+};
+
+/* The phase as the state says it (smcr_sock_phase: as this process can use it). */
+static inline enum smcr_sock_phase phase_of(const struct smcr_sock *sk)
+{
+	return atomic_load_explicit(&sk->sh->phase, memory_order_acquire);
+}
+
+#endif

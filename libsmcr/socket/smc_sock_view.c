@@ -1,0 +1,700 @@
+/*
+ * smc_sock_view.c - an application's SMC connection across processes
+ * (smc_sock.h): its shared state page and each process's view of it, the
+ * buffers it sets up through smcrd's broker, its CLC exchange, and its life
+ * cycle (adopted, shared by fork, closed by the last holder).  The socket
+ * calls over it are in smc_sock.c.
+ *
+ * One connection, many processes.  A socket outlives the process that
+ * opened it: fork() copies it, SCM_RIGHTS passes it, exec keeps it.  So
+ * what the connection is - its phase, its CLC exchange, its cursors (struct
+ * sock_shared) - lives in one page of a memfd, which smcrd keeps with the
+ * connection's buffer (the broker's "state").  Every process holding the
+ * socket has its own view (struct smcr_sock): that page mapped, the
+ * transport's mappings and descriptors, and its own descriptor count.
+ *  - fork(): the child inherits the views, and the page is counted as held
+ *    once more (before the fork, so that a parent closing at once does not
+ *    end the connection under its child).
+ *  - SCM_RIGHTS and exec: a process that receives the socket, or starts
+ *    with it, asks smcrd for the state and buffers offered on it
+ *    (smcr_sock_adopt) and carries on where the other left off.  A message
+ *    carrying the socket holds it too while in flight (smcr_sock_passing),
+ *    so that a sender closing at once does not end it; its receiver takes
+ *    that hold over.
+ *  - A process whose view lacks the peer's buffer (another one finished the
+ *    CLC exchange) gets it from smcrd the same way when it next uses it.
+ * The last process to close the connection sends the CDC close (or abort)
+ * and withdraws the buffer.  A process that ends without closing keeps its
+ * count: the connection then ends without a CDC close, and the peer reads
+ * the end of the TCP connection as such (smc_conn_peer_lost).
+ *
+ * The buffer is offered to smcrd as soon as the handshake negotiated SMC,
+ * before the CLC exchange starts, so that whatever process holds the socket
+ * from then on can find its connection: a socket smcrd knows nothing of is
+ * plain TCP.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include "conn_table.h"
+#include "control.h"
+#include "control_proto.h"
+#include "log.h"
+#include "real.h"
+#include "shm_broker_client.h"
+#include "smc_conn.h"
+#include "smc_rdma.h"
+#include "smc_rx.h"
+#include "smc_shm.h"
+#include "smc_sock_priv.h"
+#include "smc_tx.h"
+#include "sys.h"
+
+/*
+ * Our receive buffer: 256 KiB, large enough for a stream to move in big
+ * steps with few wake-ups, small enough for thousands of connections
+ * within a usual max_memory.
+ */
+#define RMB_SIZE_CLASS 4
+
+/*
+ * Over RDMA a connection registers a staging buffer beside its RMB (the
+ * side its WRITEs go from), as large as our RMB unless the peer's is
+ * another size: granted by smcrd against max_memory for as long as this
+ * process holds the connection's RDMA view, as the offer's grant stands
+ * for the RMB.
+ */
+#define RDMA_STAGING_BYTES smc_rmb_size(RMB_SIZE_CLASS)
+
+static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Told when a connection's CLC exchange ends (smcr_sock_on_phase_change). */
+static void phase_unwatched(int fd)
+{
+	(void)fd;
+}
+
+static void (*_Atomic phase_changed)(int fd) = phase_unwatched;
+
+void smcr_sock_on_phase_change(void (*changed)(int fd))
+{
+	phase_changed = changed;
+}
+static struct smcr_sock *all;
+
+/* ---- identity: which host and namespace we are on (docs/PROTOCOL.md) ---- */
+
+static uint32_t fnv1a(uint32_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 16777619u;
+	return h;
+}
+
+/*
+ * Our GID: a host tag in bits 63-32 (the boot and the network namespace:
+ * two ends agree on it exactly when they can share memory through smcrd),
+ * the process in bits 31-0.
+ */
+static uint64_t local_gid(void)
+{
+	static _Atomic uint32_t host_tag;
+	uint32_t tag = atomic_load_explicit(&host_tag, memory_order_relaxed);
+
+	if (!tag) {
+		char boot_id[64] = "";
+		struct stat ns = { 0 };
+		FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+		if (f) {
+			if (!fgets(boot_id, sizeof(boot_id), f))
+				boot_id[0] = 0;
+			fclose(f);
+		}
+		stat("/proc/self/ns/net", &ns);
+		tag = fnv1a(2166136261u, boot_id, strlen(boot_id));
+		tag = fnv1a(tag, &ns.st_ino, sizeof(ns.st_ino)) | 1;
+		atomic_store_explicit(&host_tag, tag, memory_order_relaxed);
+	}
+	return (uint64_t)tag << 32 | (uint32_t)getpid();
+}
+
+/* ---- the buffer and the state, offered to smcrd ---- */
+
+static enum smcr_reason reason_of(int rc)
+{
+	return rc == -ENOMEM ? SMCR_REASON_MEM : rc == -ENOTCONN || rc == -EMFILE ?
+	       SMCR_REASON_NOSMCDEV : SMCR_REASON_INTERR;
+}
+
+/* Our buffer for fd's connection, with the state memfd, on offer; the reason if not. */
+static enum smcr_reason offer(struct smcr_sock *sk, int fd, int state_fd)
+{
+	uint64_t bytes = smc_shm_region_size(RMB_SIZE_CLASS);
+	int memfd = smcr_sys_memfd_sealed(bytes), efd = smcr_sys_eventfd(), rc;
+
+	if (efd >= 0)
+		efd = smcr_sys_fd_aside(efd);
+	if (memfd < 0 || efd < 0) {
+		rc = memfd < 0 ? memfd : efd;
+		goto fail;
+	}
+	rc = sk->conn.ops->create_rmb(&sk->conn, RMB_SIZE_CLASS, memfd, efd);
+	if (rc)
+		goto fail;
+	efd = -1;       /* the transport's now */
+	rc = smcr_shm_offer(fd, memfd, bytes, sk->conn.ops->wake_fd(&sk->conn), state_fd,
+			    &sk->sh->token, &sk->sh->transports);
+	REAL(close)(memfd);
+	if (rc) {
+		sk->conn.ops->release(&sk->conn);
+		return rc == -ENOMEM ? SMCR_REASON_MEM : SMCR_REASON_NOSMCDEV;
+	}
+	sk->sh->offered = true;
+	sk->conn.st->token = (uint32_t)sk->sh->token;
+	return SMCR_REASON_NONE;
+fail:
+	if (memfd >= 0)
+		REAL(close)(memfd);
+	if (efd >= 0)
+		REAL(close)(efd);
+	smcr_log(SMCR_LOG_WARN, "fd %d: no buffer for SMC: %s", fd, strerror(-rc));
+	return reason_of(rc);
+}
+
+/* The peer's buffer and eventfd into our view, as its Accept or Confirm describes it. */
+static int attach_peer(struct smcr_sock *sk, const struct smc_clc_accept_confirm *peer,
+		       int memfd, int efd)
+{
+	int rc;
+
+	efd = smcr_sys_fd_aside(efd);
+	rc = sk->conn.ops->attach_peer(&sk->conn, peer, memfd, efd);
+	REAL(close)(memfd);
+	if (rc)
+		REAL(close)(efd);
+	sk->attached = rc == 0;
+	return rc;
+}
+
+/* ---- the CLC exchange's transport (smc_setup.h) ---- */
+
+/*
+ * Whether fd's peer is this host, by its address (loopback, or one of ours
+ * as the connection's own): then shared memory serves, and RDMA is not even
+ * looked for.
+ */
+static bool peer_is_local(int fd)
+{
+	struct sockaddr_storage a, b;
+	socklen_t la = sizeof(a), lb = sizeof(b);
+
+	if (REAL(getsockname)(fd, (struct sockaddr *)&a, &la) ||
+	    REAL(getpeername)(fd, (struct sockaddr *)&b, &lb) || a.ss_family != b.ss_family)
+		return false;
+	if (a.ss_family == AF_INET)
+		return ((struct sockaddr_in *)&a)->sin_addr.s_addr ==
+		       ((struct sockaddr_in *)&b)->sin_addr.s_addr;
+	return !memcmp(&((struct sockaddr_in6 *)&a)->sin6_addr,
+		       &((struct sockaddr_in6 *)&b)->sin6_addr, sizeof(struct in6_addr));
+}
+
+/*
+ * Shared memory if smcr.conf allows it; RDMA if it allows that and a device
+ * serves the connection's local address.  Either needs the state on offer.
+ */
+static enum smcr_reason setup_offers(void *ctx, enum smc_type *type, struct smc_clc_local *lcl)
+{
+	struct smcr_sock *sk = ctx;
+	int fd = sk->sh->setup.sock;
+	bool shm = sk->sh->transports & SMCR_CONTROL_SHM, rdma = false;
+
+	*type = SMC_TYPE_N;
+	if (!sk->sh->offered)
+		return sk->sh->offer_failed;
+	if ((sk->sh->transports & SMCR_CONTROL_RDMA) && !(shm && peer_is_local(fd)))
+		rdma = smc_rdma_local_block(fd, lcl) == 0;
+	if (!shm && !rdma)
+		return SMCR_REASON_NOSMCDEV;
+	*type = shm && rdma ? SMC_TYPE_B : shm ? SMC_TYPE_D : SMC_TYPE_R;
+	return SMCR_REASON_NONE;
+}
+
+/*
+ * The connection goes over RDMA: the shared-memory buffer set up at the
+ * offer is let go (the offer stays: smcrd keeps the connection's state with
+ * it, and its grant stands for the RDMA buffer), and one is taken from the
+ * RDMA transport's pool; the server links to the client's process.
+ */
+static enum smcr_reason use_rdma(struct smcr_sock *sk, const struct smc_clc_local *peer)
+{
+	int rc;
+
+	sk->conn.ops->release(&sk->conn);
+	sk->conn.ops = &smc_rdma_ops;
+	sk->sh->transport = SMCR_TRANSPORT_RDMA;
+	rc = sk->conn.ops->create_rmb(&sk->conn, RMB_SIZE_CLASS, -1, -1);
+	if (!rc && (rc = smcr_control_grant(RDMA_STAGING_BYTES)) != 0)
+		sk->conn.ops->release(&sk->conn);	/* nothing granted to give back */
+	if (!rc && peer)
+		rc = smc_rdma_link_to_peer(&sk->conn, peer, &sk->first_contact);
+	if (!rc)
+		return SMCR_REASON_NONE;
+	smcr_log(SMCR_LOG_WARN, "fd %d: no RDMA for the connection: %s", sk->sh->setup.sock,
+		 strerror(-rc));
+	return rc == -ENOMEM ? SMCR_REASON_MEM : rc == -ETIMEDOUT ? SMCR_REASON_TIMEOUT_CL :
+	       SMCR_REASON_NOSMCDEV;
+}
+
+static enum smcr_reason setup_prepare(void *ctx, enum smc_type type, const struct smc_clc_local *peer)
+{
+	struct smcr_sock *sk = ctx;
+
+	if (!sk->sh->offered)
+		return sk->sh->offer_failed;
+	return type == SMC_TYPE_R ? use_rdma(sk, peer) : SMCR_REASON_NONE;
+}
+
+static enum smcr_reason setup_describe(void *ctx, struct smc_clc_accept_confirm *ours)
+{
+	struct smcr_sock *sk = ctx;
+
+	if (sk->sh->transport == SMCR_TRANSPORT_RDMA) {
+		if (smc_rdma_local_desc(&sk->conn, ours))
+			return SMCR_REASON_INTERR;
+		ours->first_contact = sk->first_contact;
+		return SMCR_REASON_NONE;
+	}
+	memset(ours, 0, sizeof(*ours));
+	ours->d.token = sk->sh->token;
+	ours->d.dmbe_size = RMB_SIZE_CLASS;
+	return SMCR_REASON_NONE;
+}
+
+/* The peer's RDMA buffer, through the link its Accept or Confirm names. */
+static enum smcr_reason attach_rdma(struct smcr_sock *sk, const struct smc_clc_accept_confirm *peer)
+{
+	int rc = sk->conn.ops->attach_peer(&sk->conn, peer, -1, -1);
+
+	if (rc) {
+		smcr_log(SMCR_LOG_WARN, "fd %d: cannot reach the peer's RDMA buffer: %s",
+			 sk->sh->setup.sock, strerror(-rc));
+		return rc == -EPROTO ? SMCR_REASON_SYNCERR : rc == -ENOMEM ? SMCR_REASON_MEM :
+		       SMCR_REASON_NOSMCDEV;
+	}
+	sk->conn.st->peer_token = peer->r.rmbe_alert_token;
+	sk->attached = true;
+	return SMCR_REASON_NONE;
+}
+
+static enum smcr_reason setup_attach(void *ctx, const struct smc_clc_accept_confirm *peer)
+{
+	struct smcr_sock *sk = ctx;
+
+	if (peer->smc_type == SMC_TYPE_R)
+		return attach_rdma(sk, peer);
+	int memfd, efd, rc = smcr_shm_attach(sk->sh->setup.sock, peer->d.token, &memfd, &efd);
+
+	if (!rc)
+		rc = attach_peer(sk, peer, memfd, efd);
+	if (rc) {
+		smcr_log(SMCR_LOG_WARN, "fd %d: cannot use the peer's buffer: %s",
+			 sk->sh->setup.sock, strerror(-rc));
+		return SMCR_REASON_NOSMCDEV;
+	}
+	sk->conn.st->peer_token = (uint32_t)peer->d.token;
+	return SMCR_REASON_NONE;
+}
+
+/* Lets go of this process's view of the transport, and of what it was granted. */
+static void release_view(struct smcr_sock *sk)
+{
+	bool rdma = sk->conn.ops == &smc_rdma_ops;
+
+	sk->conn.ops->release(&sk->conn);
+	if (rdma)
+		smcr_control_release(RDMA_STAGING_BYTES);
+}
+
+/* Gives our buffer back: the connection stays on TCP, or is over. */
+static void withdraw(struct smcr_sock *sk, int fd)
+{
+	if (sk->sh->offered) {
+		smcr_shm_withdraw(sk->sh->token, fd);
+		sk->sh->offered = false;
+	}
+	if (sk->conn.priv)
+		release_view(sk);
+}
+
+static void setup_abandon(void *ctx)
+{
+	struct smcr_sock *sk = ctx;
+
+	withdraw(sk, sk->sh->setup.sock);
+}
+
+/* ---- views ---- */
+
+/* A view of the state in state_fd (fresh: a new connection's, to be made). */
+static struct smcr_sock *view_new(int state_fd, bool fresh)
+{
+	struct smcr_sock *sk = calloc(1, sizeof(*sk));
+	void *sh = sk ? mmap(NULL, STATE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, state_fd, 0)
+		      : MAP_FAILED;
+
+	if (sh == MAP_FAILED) {
+		free(sk);
+		return NULL;
+	}
+	sk->sh = sh;
+	if (smc_conn_init(&sk->conn, !fresh && sk->sh->transport == SMCR_TRANSPORT_RDMA ?
+			  &smc_rdma_ops : &smc_shm_ops, &sk->sh->conn, fresh)) {
+		munmap(sh, STATE_BYTES);
+		free(sk);
+		return NULL;
+	}
+	atomic_init(&sk->refs, 1);
+	pthread_mutex_lock(&all_lock);
+	sk->next = all;
+	if (all)
+		all->prev = sk;
+	all = sk;
+	pthread_mutex_unlock(&all_lock);
+	return sk;
+}
+
+static void view_free(struct smcr_sock *sk)
+{
+	smc_conn_destroy(&sk->conn);
+	pthread_mutex_lock(&all_lock);
+	if (sk->prev)
+		sk->prev->next = sk->next;
+	else
+		all = sk->next;
+	if (sk->next)
+		sk->next->prev = sk->prev;
+	pthread_mutex_unlock(&all_lock);
+	munmap(sk->sh, STATE_BYTES);
+	free(sk);
+}
+
+/*
+ * Under the connection lock: the transport of sk as another process left
+ * it, from what smcrd keeps for fd (fds: RESUME's answer, n of them).
+ * Our own buffer always; the peer's once the exchange has attached it.
+ */
+static int view_transport(struct smcr_sock *sk, int fd, const int *fds, int n)
+{
+	struct smc_clc_accept_confirm peer = {
+		.smc_type = SMC_TYPE_D,
+		.d = { .dmbe_size = (uint8_t)smc_rmb_size_class(sk->conn.st->peer_rmb_size,
+								SMC_RMB_MAX_CLASS_D) },
+	};
+	int efd = smcr_sys_fd_aside(REAL(dup)(fds[2])), rc;
+
+	if (sk->conn.priv)
+		release_view(sk);
+	sk->attached = false;
+	rc = efd < 0 ? -errno : sk->conn.ops->map_rmb(&sk->conn, fds[1], efd);
+	if (rc && efd >= 0)
+		REAL(close)(efd);
+	if (!rc && phase_of(sk) == SMCR_SOCK_SMC)
+		rc = n == 5 ? attach_peer(sk, &peer, REAL(dup)(fds[3]), REAL(dup)(fds[4])) : -ENOENT;
+	sk->conn.sock = fd;
+	return rc;
+}
+
+/* RESUME for fd: 0 and fds[0..*n), or a negative errno. */
+static int resume(int fd, uint64_t *token, int fds[5], int *n)
+{
+	int rc = smcr_shm_resume(fd, token, fds, n);
+
+	if (rc && rc != -ENOENT)
+		smcr_log(SMCR_LOG_WARN, "fd %d: smcrd cannot say where the connection is: %s", fd,
+			 strerror(-rc));
+	return rc;
+}
+
+static void close_all(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		REAL(close)(fds[i]);
+}
+
+/*
+ * Under the connection lock, on SMC: whether this process has the whole
+ * transport; if not, it gets it from smcrd.  False if it cannot: the
+ * connection is lost to this process.
+ */
+static bool view_complete(struct smcr_sock *sk, int fd)
+{
+	uint64_t token;
+	int fds[5], n;
+
+	if (sk->attached || sk->lost)
+		return sk->attached;
+	sk->lost = resume(fd, &token, fds, &n) || view_transport(sk, fd, fds, n);
+	close_all(fds, n);
+	if (sk->lost)
+		smcr_log(SMCR_LOG_WARN, "fd %d: this process cannot reach the connection's "
+			 "buffers", fd);
+	return !sk->lost;
+}
+
+/* ---- life cycle ---- */
+
+void smcr_sock_negotiated(int fd, bool active)
+{
+	int state_fd = smcr_sys_memfd_sealed(STATE_BYTES), fl = REAL(fcntl)(fd, F_GETFL);
+	struct smcr_sock *sk = state_fd >= 0 ? view_new(state_fd, true) : NULL;
+
+	if (!sk) {
+		if (state_fd >= 0)
+			REAL(close)(state_fd);
+		smcr_log(SMCR_LOG_WARN, "fd %d: out of memory: the connection stays on TCP", fd);
+		return;
+	}
+	atomic_init(&sk->sh->holders, 1);
+	atomic_init(&sk->sh->phase, SMCR_SOCK_IDLE);
+	atomic_init(&sk->sh->nonblock, fl >= 0 && (fl & O_NONBLOCK));
+	sk->sh->active = active;
+	sk->conn.sock = fd;
+	sk->conn.record = smcr_fd_record(fd);
+	sk->sh->offer_failed = offer(sk, fd, state_fd);
+	REAL(close)(state_fd);
+	if (!smcr_fd_set_sock(fd, sk))
+		smcr_sock_put(sk, fd);
+}
+
+void smcr_sock_adopt(int fd, bool active)
+{
+	struct smcr_sock *sk = NULL;
+	uint64_t token;
+	int fds[5], n;
+
+	if (resume(fd, &token, fds, &n))
+		return;         /* not on shared memory: plain TCP */
+	sk = view_new(fds[0], false);
+	if (sk) {
+		unsigned int flying = atomic_load(&sk->sh->in_flight);
+
+		/* a message's hold becomes ours; with none (exec), one more */
+		while (flying && !atomic_compare_exchange_weak(&sk->sh->in_flight, &flying,
+								 flying - 1))
+			;
+		if (!flying)
+			atomic_fetch_add(&sk->sh->holders, 1);
+		sk->conn.sock = fd;
+		sk->conn.record = smcr_fd_record(fd);
+		smc_conn_lock(&sk->conn);
+		if (phase_of(sk) <= SMCR_SOCK_SMC && view_transport(sk, fd, fds, n))
+			sk->lost = true;
+		if (phase_of(sk) == SMCR_SOCK_SMC && !sk->lost)
+			smcr_conn_table_smc_taken(&sk->conn, RMB_SIZE_CLASS);
+		smc_conn_unlock(&sk->conn);
+		smcr_log(SMCR_LOG_DEBUG, "fd %d: carrying on with its %s connection (%s)", fd,
+			 active ? "client" : "server", sk->lost ? "lost" : "whole");
+		if (!smcr_fd_set_sock(fd, sk))
+			smcr_sock_put(sk, fd);
+	}
+	close_all(fds, n);
+}
+
+struct smcr_sock *smcr_sock_get(struct smcr_sock *sk)
+{
+	atomic_fetch_add_explicit(&sk->refs, 1, memory_order_relaxed);
+	return sk;
+}
+
+/* This process's last descriptor of sk, fd, is closing; the last process's ends it. */
+static void sock_close(struct smcr_sock *sk, int fd)
+{
+	struct smc_conn *conn = &sk->conn;
+
+	if (atomic_fetch_sub(&sk->sh->holders, 1) != 1)
+		return;
+	smc_conn_lock(conn);
+	if (phase_of(sk) == SMCR_SOCK_SMC && view_complete(sk, fd)) {
+		smc_conn_unlock(conn);
+		if (sk->sh->linger_abort || smc_rx_readable(conn) > 0)
+			smc_conn_abort(conn);     /* as TCP: unread data resets */
+		else
+			smc_tx_close(conn);
+		smcr_conn_table_smc_closed(conn);
+		smc_conn_lock(conn);
+	}
+	withdraw(sk, fd);
+	smc_conn_unlock(conn);
+}
+
+void smcr_sock_put(struct smcr_sock *sk, int fd)
+{
+	int saved_errno = errno;
+
+	if (sk->conn.sock == fd)
+		sk->conn.sock = -1;     /* a dup lives on: no liveness through this number */
+	if (atomic_fetch_sub_explicit(&sk->refs, 1, memory_order_acq_rel) != 1) {
+		errno = saved_errno;
+		return;
+	}
+	sk->conn.sock = fd;             /* still open: the close of the last one is ours */
+	sock_close(sk, fd);
+	view_free(sk);
+	errno = saved_errno;
+}
+
+void smcr_sock_passing(struct smcr_sock *sk, int count)
+{
+	atomic_fetch_add(&sk->sh->holders, (unsigned int)count);
+	atomic_fetch_add(&sk->sh->in_flight, (unsigned int)count);
+}
+
+/* fork(), before: every connection is about to be held by one process more. */
+void smcr_sock_fork_prepare(void)
+{
+	pthread_mutex_lock(&all_lock);
+	for (struct smcr_sock *sk = all; sk; sk = sk->next)
+		atomic_fetch_add(&sk->sh->holders, 1);
+}
+
+/* fork(), after, in the parent. */
+void smcr_sock_fork_done(void)
+{
+	pthread_mutex_unlock(&all_lock);
+}
+
+/*
+ * fork(), after, in the child.  A QP and its memory regions are the
+ * parent's (smc_rdma.c): the child's views of connections on RDMA let go
+ * of them untouched, and the child cannot use those connections (lost:
+ * ECONNRESET).  Connections not yet set up are the child's to set up.
+ */
+void smcr_sock_fork_child(void)
+{
+	for (struct smcr_sock *sk = all; sk; sk = sk->next) {
+		if (sk->conn.ops != &smc_rdma_ops || !sk->conn.priv)
+			continue;
+		sk->conn.priv = NULL;
+		sk->conn.rmb = NULL;
+		sk->attached = false;
+		sk->lost = true;
+	}
+	pthread_mutex_unlock(&all_lock);
+}
+
+enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk)
+{
+	enum smcr_sock_phase phase = phase_of(sk);
+
+	if (__builtin_expect(phase == SMCR_SOCK_SMC && !sk->attached, 0)) {
+		smc_conn_lock(&sk->conn);
+		if (!view_complete(sk, sk->conn.sock))
+			phase = SMCR_SOCK_RESET;
+		smc_conn_unlock(&sk->conn);
+	}
+	return phase;
+}
+
+/* ---- the CLC exchange ---- */
+
+/* Under the connection lock: the exchange of fd ended in state. */
+static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
+{
+	enum smcr_reason reason = sk->sh->setup.reason;
+
+	if (state == SMC_SETUP_DONE) {
+		sk->conn.sock = fd;
+		smcr_conn_table_smc_opened(&sk->conn, sk->sh->active, RMB_SIZE_CLASS);
+		smcr_log(SMCR_LOG_DEBUG, "fd %d: SMC connection on %s", fd, sk->conn.ops->name);
+		atomic_store_explicit(&sk->sh->phase, SMCR_SOCK_SMC, memory_order_release);
+		return;
+	}
+	/*
+	 * Our buffer goes back now, not at close: offered before the exchange,
+	 * it outlived one the peer declined before we prepared anything (a
+	 * server whose client had no buffer held its own for as long as the
+	 * TCP connection lasted).
+	 */
+	withdraw(sk, fd);
+	smcr_fd_set_reason(fd, reason);
+	if (state == SMC_SETUP_FALLBACK) {
+		smcr_stat_add(fallbacks[reason], 1);
+		smcr_conn_table_fell_back(sk->conn.record, SMCR_CONN_TCP, reason,
+					  sk->sh->setup.peer_diagnosis);
+		smcr_log(SMCR_LOG_DEBUG, "fd %d: CLC: staying on TCP: %s (0x%08x, peer 0x%08x)", fd,
+			 smcr_reason_name(reason), smcr_reason_code(reason),
+			 sk->sh->setup.peer_diagnosis);
+		atomic_store_explicit(&sk->sh->phase, SMCR_SOCK_TCP, memory_order_release);
+		return;
+	}
+	/* the stream holds half an exchange: no byte of it may reach the application */
+	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+	int saved_errno = errno;
+
+	smcr_stat_add(handshake_errors, 1);
+	smcr_conn_table_fell_back(sk->conn.record, SMCR_CONN_RESET, reason, 0);
+	/* a peer that reset its end mid-exchange is the application's business, as over TCP */
+	smcr_log(reason == SMCR_REASON_PEERCLOSED ? SMCR_LOG_DEBUG : SMCR_LOG_WARN,
+		 "fd %d: CLC failed: %s (0x%08x): connection reset", fd,
+		 smcr_reason_name(reason), smcr_reason_code(reason));
+	REAL(connect)(fd, &unspec, sizeof(unspec));     /* sends the peer a reset */
+	errno = saved_errno;
+	atomic_store_explicit(&sk->sh->phase, SMCR_SOCK_RESET, memory_order_release);
+}
+
+enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wait)
+{
+	enum smcr_sock_phase phase;
+	const struct smc_setup_transport transport = {
+		setup_offers, setup_prepare, setup_attach, setup_describe, setup_abandon, sk,
+	};
+	struct smc_setup *setup = &sk->sh->setup;
+
+	/* the descriptor it was known by may be closed (put): this one serves */
+	if (__builtin_expect(sk->conn.sock < 0, 0))
+		sk->conn.sock = fd;
+	phase = smcr_sock_phase(sk);
+	if (phase >= SMCR_SOCK_SMC)
+		return phase;
+	smc_conn_lock(&sk->conn);
+	phase = phase_of(sk);
+	if (phase == SMCR_SOCK_IDLE) {
+		if (sk->sh->active)
+			smc_setup_client(setup, fd, local_gid());
+		else
+			smc_setup_server(setup, fd, local_gid());
+		phase = SMCR_SOCK_SETUP;
+		atomic_store_explicit(&sk->sh->phase, phase, memory_order_release);
+	}
+	if (phase == SMCR_SOCK_SETUP) {
+		bool wait = may_wait && !atomic_load(&sk->sh->nonblock);
+
+		/* the exchange may have begun in another process: ours is fd */
+		setup->sock = fd;
+		smc_setup_progress(setup, &transport, wait ? SMC_CLC_WAIT_MS : 0);
+		if (smc_setup_final(setup))
+			conclude(sk, fd, setup->state);
+		phase = phase_of(sk);
+	}
+	smc_conn_unlock(&sk->conn);
+	if (phase != SMCR_SOCK_SETUP)
+		phase_changed(fd);
+	return phase;
+}
+
+bool smcr_sock_takes(struct smcr_sock *sk, int fd, bool dontwait)
+{
+	return smcr_sock_settle(sk, fd, !dontwait) != SMCR_SOCK_TCP;
+}
