@@ -15,6 +15,7 @@
 #include "control_proto.h"
 #include "reason.h"
 #include "smcrctl.h"
+#include "smcrctl_common.h"
 
 #define TOP_REASONS 3                   /* fallback reasons in the text view */
 
@@ -316,16 +317,15 @@ static int sample(bool detail, struct smcr_control_stats *st, struct smcr_contro
 	       (detail && smcrctl_ask(SMCR_CONTROL_STATUS, 0, ps, sizeof(*ps))) ? -1 : 0;
 }
 
-int smcrctl_stats(char **args, int nargs)
+int smcrctl_stats(const struct smcrctl_args *a)
 {
 	static struct smcr_control_status ps;
 	struct smcr_control_stats st, prev;
 	struct stats_opts o = { 0 };
 	int rc = 0;
 
-	if (parse(args, nargs, &o)) {
-		fputs(smcrctl_usage, stderr);
-		return EXIT_USAGE;
+	if (parse(a->argv, a->argc, &o)) {
+		return EXIT_SHOW_USAGE;
 	}
 	if (o.reset && geteuid() != 0) {
 		fprintf(stderr, "smcrctl: only root may reset the statistics (-r)\n");
