@@ -28,7 +28,7 @@
 #include "conns.h"
 #include "control_proto.h"
 #include "control_request.h"
-#include "smcrd.h"
+#include "daemon.h"
 #include "smcrd_log.h"
 
 #define PEAK_SAMPLE_MS 1000     /* how often the open connections are counted, while any are */

@@ -1,5 +1,7 @@
 /*
- * smcrd.c - the smcr daemon: options, start-up, and the event loop.
+ * smcrd.c - the smcr daemon's main: options, start-up (pid file,
+ * configuration, negotiation program, detaching, control socket), then the
+ * event loop (loop.c) and the teardown.  It only calls downward.
  *
  *   smcrd [-f] [-c FILE] [-C CGROUP]
  *
@@ -10,15 +12,14 @@
  * Its sock_ops program (negotiation.h) runs from start to exit, whatever the
  * exit; a reload gives it the new policy.
  *
- * The loop polls a signalfd and the control socket (control.c), where
- * processes register, take and return buffer memory, and smcrctl asks for
- * status and reloads.
+ * The loop (loop.c) polls a signalfd and the control socket (control.c),
+ * where processes register, take and return buffer memory, and smcrctl asks
+ * for status and reloads; the daemon's services are daemon.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,10 +30,10 @@
 #include <unistd.h>
 
 #include "closer.h"
-#include "control_proto.h"
+#include "daemon.h"
 #include "interfaces.h"
+#include "loop.h"
 #include "negotiation.h"
-#include "smcrd.h"
 #include "smcrd_log.h"
 
 static const char usage[] =
@@ -49,129 +50,6 @@ static const char usage[] =
 	"\n"
 	"Environment: SMCR_RUNDIR overrides the directory of smcrd.pid and smcrd.sock\n"
 	"(" SMCR_RUNDIR_DEFAULT ").  See smcrd(8).\n";
-
-static void announce(const char *what, const struct smcrd *d)
-{
-	smcrd_log(LOG_NOTICE,
-		  "%s %s (enabled=%d, %zu addresses, %zu port ranges, max_memory=%u MB)", what,
-		  d->conf_path, d->cfg.enabled, d->cfg.ip_addrs.n, d->cfg.ports.n,
-		  d->cfg.max_memory_mb);
-}
-
-uint64_t smcrd_memory_limit(const struct smcrd *d)
-{
-	return (uint64_t)d->cfg.max_memory_mb << 20;
-}
-
-uint32_t smcrd_transports(const struct smcrd *d)
-{
-	return (d->cfg.shm ? SMCR_CONTROL_SHM : 0) | (d->cfg.rdma ? SMCR_CONTROL_RDMA : 0);
-}
-
-int smcrd_negotiation_maps(struct smcrd *d, int fds[2])
-{
-	fds[0] = smcr_negotiation_result_map_ro(d->negotiation);
-	fds[1] = smcr_negotiation_owned_map(d->negotiation);
-	if (fds[0] >= 0 && fds[1] >= 0)
-		return 0;
-	if (fds[0] >= 0)
-		close(fds[0]);
-	if (fds[1] >= 0)
-		close(fds[1]);
-	return -1;
-}
-
-void smcrd_describe(const struct smcrd *d, struct smcr_control_status *st)
-{
-	st->daemon_pid = (int32_t)getpid();
-	st->enabled = d->cfg.enabled;
-	st->prog_id = smcr_negotiation_prog_id(d->negotiation);
-	snprintf(st->cgroup, sizeof(st->cgroup), "%s", smcr_negotiation_cgroup(d->negotiation));
-	snprintf(st->conf_path, sizeof(st->conf_path), "%s", d->conf_path);
-	smcrd_interfaces_describe(d->interfaces, &d->cfg, st->addrs, sizeof(st->addrs));
-}
-
-int smcrd_reload(struct smcrd *d, char *why, size_t size)
-{
-	struct smcr_config fresh;
-	struct smcr_config_error err;
-
-	if (smcr_config_load(d->conf_path, &fresh, &err)) {
-		smcrd_log(LOG_WARNING, "reload refused: %s; keeping the running configuration",
-			  err.message);
-		snprintf(why, size, "%s", err.message);
-		return -1;
-	}
-	if (smcr_negotiation_apply(d->negotiation, &fresh)) {
-		snprintf(why, size, "installing the new policy: %s", strerror(errno));
-		smcrd_log(LOG_WARNING, "reload refused: %s; keeping the running configuration", why);
-		return -1;
-	}
-	d->cfg = fresh;
-	smcrd_log_set_level(d->cfg.log_level);
-	announce("reloaded", d);
-	smcrd_interfaces_check(d->interfaces, &d->cfg, true);
-	return 0;
-}
-
-/* Handles the pending signals; false once smcrd should stop. */
-static bool on_signals(struct smcrd *d)
-{
-	struct signalfd_siginfo si;
-
-	while (read(d->signal_fd, &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_signo == SIGHUP) {
-			char why[512];
-			smcrd_reload(d, why, sizeof(why));
-		} else {
-			smcrd_log(LOG_NOTICE, "exiting on SIG%s", sigabbrev_np((int)si.ssi_signo));
-			return false;
-		}
-	}
-	return true;
-}
-
-enum { POLL_SIGNALS, POLL_INTERFACES, POLL_CONTROL };
-
-/* The poll table for this round: signals, address changes, the control socket's entries. */
-static int fill_poll(struct smcrd *d, size_t *n)
-{
-	*n = POLL_CONTROL + smcrd_control_npoll(&d->control);
-	if (*n > d->poll_capacity) {
-		void *grown = realloc(d->poll, *n * 2 * sizeof(*d->poll));
-		if (!grown)
-			return -1;
-		d->poll = grown;
-		d->poll_capacity = *n * 2;
-	}
-	d->poll[POLL_SIGNALS] = (struct pollfd){ .fd = d->signal_fd, .events = POLLIN };
-	d->poll[POLL_INTERFACES] = (struct pollfd){ .fd = smcrd_interfaces_fd(d->interfaces),
-						    .events = POLLIN };
-	smcrd_control_pollfds(&d->control, &d->poll[POLL_CONTROL]);
-	return 0;
-}
-
-static int run(struct smcrd *d)
-{
-	for (;;) {
-		size_t n;
-		if (fill_poll(d, &n)) {
-			smcrd_log(LOG_ERR, "poll table: %s", strerror(errno));
-			return 1;
-		}
-		if (poll(d->poll, n, smcrd_control_timeout(&d->control)) < 0) {
-			if (errno == EINTR)
-				continue;
-			smcrd_log(LOG_ERR, "poll: %s", strerror(errno));
-			return 1;
-		}
-		if (d->poll[POLL_SIGNALS].revents && !on_signals(d))
-			return 0;
-		if (d->poll[POLL_INTERFACES].revents)
-			smcrd_interfaces_update(d->interfaces, &d->cfg);
-		smcrd_control_serve(&d->control, &d->poll[POLL_CONTROL], d);
-	}
-}
 
 /*
  * Detaches (fork, setsid, fork).  The starting process exits only when the
@@ -304,7 +182,7 @@ static int start(struct smcrd *d, const char *conf, const char *cgroup, bool for
 		smcrd_log(LOG_ERR, "%s", why);
 		return 1;
 	}
-	announce("loaded", d);
+	smcrd_announce("loaded", d);
 	smcrd_interfaces_check(d->interfaces, &d->cfg, true);
 	if (ready_fd >= 0) {
 		(void)!write(ready_fd, "", 1);
@@ -352,7 +230,7 @@ int main(int argc, char **argv)
 	}
 	int status = start(&d, conf, cgroup, foreground);
 	if (!status)
-		status = run(&d);
+		status = smcrd_run(&d);
 	smcrd_control_close(&d.control);
 	smcr_negotiation_stop(d.negotiation);
 	smcrd_interfaces_close(d.interfaces);

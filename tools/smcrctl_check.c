@@ -30,6 +30,7 @@
 #include "control_proto.h"
 #include "reason.h"
 #include "smcrctl.h"
+#include "smcrctl_common.h"
 
 #define CHILD_ENV "SMCR_CHECK_CHILD"    /* set in the ends: they run under the preload */
 #define ECHO_BYTES 65536                /* enough to cross a few CDC updates */
@@ -396,8 +397,11 @@ out:
 	return rc;
 }
 
-int smcrctl_check(const char *conf, char **args, int nargs)
+int smcrctl_check(const struct smcrctl_args *a)
 {
+	char **args = a->argv;
+	const int nargs = a->argc;
+
 	if (nargs == 2 && strcmp(args[0], "--serve") == 0) {
 		if (!getenv(CHILD_ENV)) {       /* run by hand: again, under the preload */
 			exec_preloaded(args);
@@ -408,7 +412,6 @@ int smcrctl_check(const char *conf, char **args, int nargs)
 	if (nargs == 3 && strcmp(args[0], "--client") == 0 && getenv(CHILD_ENV))
 		return client(args[1], args[2]);
 	if (nargs == 1 || nargs == 2)
-		return check(conf, args[0], nargs == 2 ? args[1] : NULL);
-	fputs(smcrctl_usage, stderr);
-	return EXIT_USAGE;
+		return check(a->conf, args[0], nargs == 2 ? args[1] : NULL);
+	return EXIT_SHOW_USAGE;
 }

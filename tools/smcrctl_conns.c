@@ -12,6 +12,7 @@
 #include "control_proto.h"
 #include "reason.h"
 #include "smcrctl.h"
+#include "smcrctl_common.h"
 
 typedef unsigned long long ull;
 
@@ -151,16 +152,15 @@ static int parse(char **args, int nargs, struct conns_opts *o)
 	return 0;
 }
 
-int smcrctl_conns(char **args, int nargs)
+int smcrctl_conns(const struct smcrctl_args *a)
 {
 	static struct smcr_control_conns page;
 	struct conns_opts o = { 0 };
 	uint64_t where = 0;
 	bool first = true;
 
-	if (parse(args, nargs, &o)) {
-		fputs(smcrctl_usage, stderr);
-		return EXIT_USAGE;
+	if (parse(a->argv, a->argc, &o)) {
+		return EXIT_SHOW_USAGE;
 	}
 	if (o.json)
 		printf("[");

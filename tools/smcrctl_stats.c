@@ -15,6 +15,7 @@
 #include "control_proto.h"
 #include "reason.h"
 #include "smcrctl.h"
+#include "smcrctl_common.h"
 
 #define TOP_REASONS 3                   /* fallback reasons in the text view */
 
@@ -80,21 +81,255 @@ static const char *rmb_class_name(unsigned int c, char *buf, size_t size)
 	return buf;
 }
 
-static void print_row(const char *label, ull value)
+/* What a row is, and so how each output shows it. */
+enum row_kind {
+	COUNT,                          /* a number: "  Label:   N", "key": N */
+	MIB_TENTHS,                     /* bytes: "  Label:   1.5 MiB", "key": bytes */
+	MIB_WHOLE,                      /* the same, whole MiB in text */
+	REASONS,                        /* the fallback reasons: the top ones, all in JSON */
+	RMB_HISTOGRAM,                  /* text: our RMBs by size class, all transports */
+	TRANSPORTS,                     /* JSON: an object of an object per transport */
+	TRANSPORT_TABLE,                /* text: a row per transport */
+	PROCESSES,                      /* a row, an object in JSON, per registered process */
+};
+
+enum row_level { BASIC, DETAIL };       /* DETAIL: only with -d */
+
+/*
+ * Both views of `smcrctl stats`, in the order both list them.  A section is
+ * a heading in text and an object in JSON; NULL: none in that view (a
+ * section without a JSON key ends the previous object: the rows after it
+ * are members of the top one).  A row has a text label ("": shown without
+ * one; NULL: JSON only), a JSON key (NULL: text only), a kind and a value
+ * (an expression on c, st, shm, rdma and smc: see walk_rows()).
+ */
+#define STATS_ROWS(SECTION, ROW)                                                                \
+	SECTION(BASIC, "Connections", "connections")                                          \
+	ROW(BASIC, "TCP client connections seen:", "tcp_clients", COUNT, c->tcp_clients)        \
+	ROW(BASIC, "TCP server connections seen:", "tcp_servers", COUNT, c->tcp_servers)        \
+	ROW(BASIC, "TCP listeners:", "tcp_listeners", COUNT, c->tcp_listeners)                  \
+	ROW(BASIC, "SMC negotiated, client:", "smc_clients", COUNT, c->smc_clients)             \
+	ROW(BASIC, "SMC negotiated, server:", "smc_servers", COUNT, c->smc_servers)             \
+	ROW(BASIC, "On shared memory, client:", "shm_clients", COUNT, shm->clients)             \
+	ROW(BASIC, "On shared memory, server:", "shm_servers", COUNT, shm->servers)             \
+	ROW(BASIC, "Over RDMA, client:", NULL, COUNT, rdma->clients)                            \
+	ROW(BASIC, "Over RDMA, server:", NULL, COUNT, rdma->servers)                            \
+	ROW(BASIC, "Handshake errors (reset):", "handshake_errors", COUNT, c->handshake_errors) \
+	ROW(BASIC, "Fallbacks to TCP:", "fallbacks", COUNT, fallbacks_total(c))                 \
+	ROW(BASIC, "", "fallback_reasons", REASONS, 0)                                          \
+	ROW(BASIC, "Open now:", "open", COUNT, st->connections)                                 \
+	ROW(BASIC, "Open at most:", "open_peak", COUNT, st->peak_connections)                   \
+	ROW(BASIC, "Beyond the connection tables:", "untracked", COUNT, c->untracked)           \
+	SECTION(BASIC, "Data (bytes of the connections libsmcr saw)", "data")                 \
+	ROW(BASIC, "Bytes in through TCP:", "tcp_bytes_in", COUNT, c->tcp_bytes_in)             \
+	ROW(BASIC, "Bytes out through TCP:", "tcp_bytes_out", COUNT, c->tcp_bytes_out)          \
+	ROW(BASIC, NULL, "tcp_recvs", COUNT, c->tcp_recvs)                                      \
+	ROW(BASIC, NULL, "tcp_sends", COUNT, c->tcp_sends)                                      \
+	ROW(BASIC, "Average receive through TCP (B):", "tcp_avg_recv", COUNT,                  \
+	    average(c->tcp_bytes_in, c->tcp_recvs))                                             \
+	ROW(BASIC, "Average send through TCP (B):", "tcp_avg_send", COUNT,                     \
+	    average(c->tcp_bytes_out, c->tcp_sends))                                            \
+	ROW(BASIC, "Bytes in over SMC:", NULL, COUNT, smc->bytes_in)                            \
+	ROW(BASIC, "Bytes out over SMC:", NULL, COUNT, smc->bytes_out)                          \
+	ROW(BASIC, NULL, "shm_bytes_in", COUNT, shm->bytes_in)                                  \
+	ROW(BASIC, NULL, "shm_bytes_out", COUNT, shm->bytes_out)                                \
+	ROW(BASIC, "Average receive over SMC (B):", "smc_avg_recv", COUNT,                     \
+	    average(smc->bytes_in, smc->recvs))                                                 \
+	ROW(BASIC, "Average send over SMC (B):", "smc_avg_send", COUNT,                        \
+	    average(smc->bytes_out, smc->sends))                                                \
+	ROW(BASIC, "Buffer full, local (our RMB):", "buffer_full_local", COUNT, smc->rmb_full)  \
+	ROW(BASIC, "Buffer full, remote (peer RMB):", "buffer_full_remote", COUNT,             \
+	    smc->peer_rmb_full)                                                                 \
+	SECTION(BASIC, "RMB sizes (our receive buffers)", NULL)                               \
+	ROW(BASIC, "", NULL, RMB_HISTOGRAM, 0)                                                  \
+	ROW(BASIC, NULL, "transports", TRANSPORTS, 0)                                           \
+	SECTION(BASIC, "Memory (SMC buffers)", "memory")                                      \
+	ROW(BASIC, "In use:", "in_use", MIB_TENTHS, st->head.bytes)                             \
+	ROW(BASIC, "Peak:", "peak", MIB_TENTHS, st->peak_memory)                                \
+	ROW(BASIC, "max_memory:", "max_memory", MIB_WHOLE, st->head.limit)                      \
+	SECTION(BASIC, "Processes", "processes")                                              \
+	ROW(BASIC, "Registered now:", "registered", COUNT, st->processes)                       \
+	ROW(BASIC, "Exited:", "exited", COUNT, st->exited)                                      \
+	ROW(DETAIL, NULL, "detail", PROCESSES, 0)                                               \
+	SECTION(DETAIL, "Per transport", NULL)                                                \
+	ROW(DETAIL, "", NULL, TRANSPORT_TABLE, 0)                                               \
+	SECTION(DETAIL, "RDMA links (a link group of one link each)", NULL)                   \
+	ROW(DETAIL, "Up now:", NULL, COUNT, st->rdma_links)                                     \
+	ROW(DETAIL, "Made:", NULL, COUNT, c->rdma.links)                                        \
+	ROW(DETAIL, "Ended:", NULL, COUNT, c->rdma.links_ended)                                 \
+	ROW(DETAIL, "Failed:", NULL, COUNT, c->rdma.links_failed)                               \
+	ROW(DETAIL, "Ended unused (idle):", NULL, COUNT, c->rdma.links_idle)                    \
+	ROW(DETAIL, "Work completions, send:", NULL, COUNT, c->rdma.wc_send)                    \
+	ROW(DETAIL, "Work completions, receive:", NULL, COUNT, c->rdma.wc_recv)                 \
+	ROW(DETAIL, "CDC send slots exhausted:", NULL, COUNT, c->rdma.cdc_slots_exhausted)      \
+	ROW(DETAIL, "CDCs for unknown tokens:", NULL, COUNT, c->rdma.cdc_unknown_token)         \
+	ROW(DETAIL, "Buffer memory registered:", NULL, MIB_TENTHS, c->rdma.bytes_registered)    \
+	SECTION(DETAIL, "Per process (since each started)", NULL)                             \
+	ROW(DETAIL, "", NULL, PROCESSES, 0)
+
+/*
+ * The per-process figures after its pid and command, for both views (-d):
+ * the text column's heading and width, the JSON key, the value (on p).
+ */
+#define PROCESS_COLUMNS(X)                                      \
+	X("OPEN", 6, "open", p->open)                           \
+	X("PEAK", 6, "peak", p->peak)                           \
+	X("SMC", 6, "smc", p->smc)                              \
+	X("FALLBACK", 8, "fallbacks", p->fallbacks)             \
+	X("BYTES_IN", 14, "bytes_in", p->bytes_in)              \
+	X("BYTES_OUT", 14, "bytes_out", p->bytes_out)           \
+	X("MEMORY", 12, "memory", p->granted)
+
+/*
+ * The per-transport figures, for both views: the text column's heading and
+ * width, and the counter, whose name is its JSON key.  One for every counter
+ * of SMCR_STATS_TRANSPORT_COUNTERS.
+ */
+#define TRANSPORT_COLUMNS(X)                    \
+	X("CLIENTS", 8, clients)                \
+	X("SERVERS", 8, servers)                \
+	X("CLOSED", 8, closed)                  \
+	X("BYTES_IN", 14, bytes_in)             \
+	X("BYTES_OUT", 14, bytes_out)           \
+	X("RECVS", 10, recvs)                   \
+	X("SENDS", 10, sends)                   \
+	X("FULL_LOC", 10, rmb_full)             \
+	X("FULL_REM", 10, peer_rmb_full)
+
+#define PLUS_ONE(...) +1
+_Static_assert(0 TRANSPORT_COLUMNS(PLUS_ONE) == 0 SMCR_STATS_TRANSPORT_COUNTERS(PLUS_ONE),
+	       "a column for every transport counter");
+#undef PLUS_ONE
+
+/* One sample as a view prints it. */
+struct view {
+	const struct smcr_control_stats *st;
+	const struct smcr_control_status *ps;   /* the process list (-d); NULL: without */
+	struct smcr_stats_transport smc;         /* every transport summed */
+	bool in_object;                          /* JSON: a section's object is open */
+	bool first;                              /* JSON: no ", " before the next member */
+};
+
+/* How a view shows the sections and the rows of STATS_ROWS. */
+struct printer {
+	void (*section)(struct view *v, const char *heading, const char *key);
+	void (*row)(struct view *v, const char *label, const char *key, enum row_kind kind,
+		    uint64_t value);
+};
+
+/* Hands each section and row of STATS_ROWS to p, in order; DETAIL ones only with -d. */
+static void walk_rows(struct view *v, const struct printer *p)
 {
-	printf("  %-34s%llu\n", label, value);
+	const struct smcr_control_stats *st = v->st;
+	const struct smcr_stats_counts *c = &st->counts;
+	const struct smcr_stats_transport *shm = &c->transport[SMCR_TRANSPORT_SHM];
+	const struct smcr_stats_transport *rdma = &c->transport[SMCR_TRANSPORT_RDMA];
+	const struct smcr_stats_transport *smc = &v->smc;
+
+#define WALK_SECTION(level, heading, key)                                       \
+	if (level == BASIC || v->ps)                                            \
+		p->section(v, heading, key);
+#define WALK_ROW(level, label, key, kind, value)                                \
+	if (level == BASIC || v->ps)                                            \
+		p->row(v, label, key, kind, value);
+	STATS_ROWS(WALK_SECTION, WALK_ROW)
+#undef WALK_SECTION
+#undef WALK_ROW
 }
 
-static void print_text(const struct smcr_control_stats *st, const struct smcr_control_status *ps,
-		       unsigned int interval)
+/* ---- text ---- */
+
+static void text_reasons(const struct smcr_stats_counts *c)
 {
-	const struct smcr_stats_counts *c = &st->counts;
-	const struct smcr_stats_transport smc = smc_total(c);
 	enum smcr_reason order[SMCR_REASON_COUNT];
 	unsigned int n = reasons_by_count(c, order);
-	time_t since = (time_t)st->since;
-	char when[64], name[16];
+
+	for (unsigned int i = 0; i < n && i < TOP_REASONS; i++)
+		printf("    %s (0x%08x): %llu\n", smcr_reason_name(order[i]),
+		       smcr_reason_code(order[i]), (ull)c->fallbacks[order[i]]);
+}
+
+static void text_rmb_histogram(const struct smcr_stats_transport *smc)
+{
+	char name[16];
+
+	printf(" ");
+	for (unsigned int r = 0; r < SMCR_RMB_CLASSES; r++)
+		printf(" %8s", rmb_class_name(r, name, sizeof(name)));
+	printf("\n ");
+	for (unsigned int r = 0; r < SMCR_RMB_CLASSES; r++)
+		printf(" %8llu", (ull)smc->rmbs[r]);
+	printf("\n");
+}
+
+static void text_transport_table(const struct smcr_stats_counts *c)
+{
+#define TEXT_HEADING(heading, width, field) printf(" %*s", width, heading);
+#define TEXT_VALUE(heading, width, field) printf(" %*llu", width, (ull)x->field);
+	printf("  %-9s", "TRANSPORT");
+	TRANSPORT_COLUMNS(TEXT_HEADING)
+	printf("\n");
+	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++) {
+		const struct smcr_stats_transport *x = &c->transport[t];
+		printf("  %-9s", smcr_transport_name(t));
+		TRANSPORT_COLUMNS(TEXT_VALUE)
+		printf("\n");
+	}
+#undef TEXT_HEADING
+#undef TEXT_VALUE
+}
+
+static void text_processes(const struct smcr_control_status *ps)
+{
+#define TEXT_HEADING(heading, width, key, value) printf(" %*s", width, heading);
+#define TEXT_VALUE(heading, width, key, value) printf(" %*llu", width, (ull)(value));
+	printf("  %8s %-16s", "PID", "COMMAND");
+	PROCESS_COLUMNS(TEXT_HEADING)
+	printf("\n");
+	for (uint32_t i = 0; i < ps->nprocs && i < SMCR_CONTROL_STATUS_PROCS; i++) {
+		const struct smcr_control_proc *p = &ps->procs[i];
+		printf("  %8d %-16.16s", p->pid, p->comm);
+		PROCESS_COLUMNS(TEXT_VALUE)
+		printf("\n");
+	}
+#undef TEXT_HEADING
+#undef TEXT_VALUE
+}
+
+static void text_section(struct view *v, const char *heading, const char *key)
+{
+	(void)v, (void)key;             /* the text view keeps no state, and has no keys */
+	if (heading)
+		printf("\n%s:\n", heading);
+}
+
+static void text_row(struct view *v, const char *label, const char *key, enum row_kind kind,
+		     uint64_t value)
+{
 	const double mib = 1024.0 * 1024.0;
+
+	(void)key;
+	if (!label)
+		return;
+	if (kind == COUNT)
+		printf("  %-34s%llu\n", label, (ull)value);
+	else if (kind == MIB_TENTHS || kind == MIB_WHOLE)
+		printf("  %-34s%.*f MiB\n", label, kind == MIB_TENTHS ? 1 : 0, value / mib);
+	else if (kind == REASONS)
+		text_reasons(&v->st->counts);
+	else if (kind == RMB_HISTOGRAM)
+		text_rmb_histogram(&v->smc);
+	else if (kind == TRANSPORT_TABLE)
+		text_transport_table(&v->st->counts);
+	else if (kind == PROCESSES)
+		text_processes(v->ps);
+}
+
+static void print_text(struct view *v, unsigned int interval)
+{
+	static const struct printer text = { text_section, text_row };
+	time_t since = (time_t)v->st->since;
+	char when[64];
 
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %z", localtime(&since));
 	printf("SMC-R STATISTICS (smcr)\n");
@@ -104,81 +339,29 @@ static void print_text(const struct smcr_control_stats *st, const struct smcr_co
 		       interval);
 	else
 		printf("Elapsed Time: %lld s, since %s\n", (long long)(time(NULL) - since), when);
-	printf("\nConnections:\n");
-	print_row("TCP client connections seen:", c->tcp_clients);
-	print_row("TCP server connections seen:", c->tcp_servers);
-	print_row("TCP listeners:", c->tcp_listeners);
-	print_row("SMC negotiated, client:", c->smc_clients);
-	print_row("SMC negotiated, server:", c->smc_servers);
-	print_row("On shared memory, client:", c->transport[SMCR_TRANSPORT_SHM].clients);
-	print_row("On shared memory, server:", c->transport[SMCR_TRANSPORT_SHM].servers);
-	print_row("Over RDMA, client:", c->transport[SMCR_TRANSPORT_RDMA].clients);
-	print_row("Over RDMA, server:", c->transport[SMCR_TRANSPORT_RDMA].servers);
-	print_row("Handshake errors (reset):", c->handshake_errors);
-	print_row("Fallbacks to TCP:", fallbacks_total(c));
-	for (unsigned int i = 0; i < n && i < TOP_REASONS; i++)
-		printf("    %s (0x%08x): %llu\n", smcr_reason_name(order[i]),
-		       smcr_reason_code(order[i]), (ull)c->fallbacks[order[i]]);
-	print_row("Open now:", st->connections);
-	print_row("Open at most:", st->peak_connections);
-	print_row("Beyond the connection tables:", c->untracked);
-	printf("\nData (bytes of the connections libsmcr saw):\n");
-	print_row("Bytes in through TCP:", c->tcp_bytes_in);
-	print_row("Bytes out through TCP:", c->tcp_bytes_out);
-	print_row("Average receive through TCP (B):", average(c->tcp_bytes_in, c->tcp_recvs));
-	print_row("Average send through TCP (B):", average(c->tcp_bytes_out, c->tcp_sends));
-	print_row("Bytes in over SMC:", smc.bytes_in);
-	print_row("Bytes out over SMC:", smc.bytes_out);
-	print_row("Average receive over SMC (B):", average(smc.bytes_in, smc.recvs));
-	print_row("Average send over SMC (B):", average(smc.bytes_out, smc.sends));
-	print_row("Buffer full, local (our RMB):", smc.rmb_full);
-	print_row("Buffer full, remote (peer RMB):", smc.peer_rmb_full);
-	printf("\nRMB sizes (our receive buffers):\n ");
-	for (unsigned int r = 0; r < SMCR_RMB_CLASSES; r++)
-		printf(" %8s", rmb_class_name(r, name, sizeof(name)));
-	printf("\n ");
-	for (unsigned int r = 0; r < SMCR_RMB_CLASSES; r++)
-		printf(" %8llu", (ull)smc.rmbs[r]);
-	printf("\n\nMemory (SMC buffers):\n");
-	printf("  %-34s%.1f MiB\n", "In use:", st->head.bytes / mib);
-	printf("  %-34s%.1f MiB\n", "Peak:", st->peak_memory / mib);
-	printf("  %-34s%.0f MiB\n", "max_memory:", st->head.limit / mib);
-	printf("\nProcesses:\n");
-	print_row("Registered now:", st->processes);
-	print_row("Exited:", st->exited);
-	if (!ps)
-		return;
-	printf("\nPer transport:\n");
-	printf("  %-9s %8s %8s %8s %14s %14s %10s %10s %10s %10s\n", "TRANSPORT", "CLIENTS",
-	       "SERVERS", "CLOSED", "BYTES_IN", "BYTES_OUT", "RECVS", "SENDS", "FULL_LOC",
-	       "FULL_REM");
-	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++) {
-		const struct smcr_stats_transport *x = &c->transport[t];
-		printf("  %-9s %8llu %8llu %8llu %14llu %14llu %10llu %10llu %10llu %10llu\n",
-		       smcr_transport_name(t), (ull)x->clients, (ull)x->servers, (ull)x->closed,
-		       (ull)x->bytes_in, (ull)x->bytes_out, (ull)x->recvs, (ull)x->sends,
-		       (ull)x->rmb_full, (ull)x->peer_rmb_full);
-	}
-	printf("\nRDMA links (a link group of one link each):\n");
-	print_row("Up now:", st->rdma_links);
-	print_row("Made:", c->rdma.links);
-	print_row("Ended:", c->rdma.links_ended);
-	print_row("Failed:", c->rdma.links_failed);
-	print_row("Ended unused (idle):", c->rdma.links_idle);
-	print_row("Work completions, send:", c->rdma.wc_send);
-	print_row("Work completions, receive:", c->rdma.wc_recv);
-	print_row("CDC send slots exhausted:", c->rdma.cdc_slots_exhausted);
-	print_row("CDCs for unknown tokens:", c->rdma.cdc_unknown_token);
-	printf("  %-34s%.1f MiB\n", "Buffer memory registered:", c->rdma.bytes_registered / mib);
-	printf("\nPer process (since each started):\n");
-	printf("  %8s %-16s %6s %6s %6s %8s %14s %14s %12s\n", "PID", "COMMAND", "OPEN", "PEAK",
-	       "SMC", "FALLBACK", "BYTES_IN", "BYTES_OUT", "MEMORY");
-	for (uint32_t i = 0; i < ps->nprocs && i < SMCR_CONTROL_STATUS_PROCS; i++) {
-		const struct smcr_control_proc *p = &ps->procs[i];
-		printf("  %8d %-16.16s %6u %6u %6llu %8llu %14llu %14llu %12llu\n", p->pid, p->comm,
-		       p->open, p->peak, (ull)p->smc, (ull)p->fallbacks, (ull)p->bytes_in,
-		       (ull)p->bytes_out, (ull)p->granted);
-	}
+	walk_rows(v, &text);
+}
+
+/* ---- JSON ---- */
+
+/* The next member of the open object: its separator and "key": . */
+static void json_key(struct view *v, const char *key)
+{
+	printf("%s\"%s\": ", v->first ? "" : ", ", key);
+	v->first = false;
+}
+
+static void json_reasons(const struct smcr_stats_counts *c)
+{
+	enum smcr_reason order[SMCR_REASON_COUNT];
+	unsigned int n = reasons_by_count(c, order);
+
+	printf("[");
+	for (unsigned int i = 0; i < n; i++)    /* names are [A-Z_]: nothing to escape */
+		printf("%s{\"name\": \"%s\", \"code\": \"0x%08x\", \"count\": %llu}",
+		       i ? ", " : "", smcr_reason_name(order[i]), smcr_reason_code(order[i]),
+		       (ull)c->fallbacks[order[i]]);
+	printf("]");
 }
 
 /* "name": {counters} of one transport, in JSON; rdma's with its links. */
@@ -188,9 +371,9 @@ static void json_transport(unsigned int t, const struct smcr_control_stats *st)
 	const struct smcr_stats_rdma *rdma = &st->counts.rdma;
 	char name[16];
 
-#define JSON_FIELD(field) printf("\"" #field "\": %llu, ", (ull)x->field);
+#define JSON_FIELD(heading, width, field) printf("\"" #field "\": %llu, ", (ull)x->field);
 	printf("\"%s\": {\"available\": true, ", smcr_transport_name(t));
-	SMCR_STATS_TRANSPORT_COUNTERS(JSON_FIELD)
+	TRANSPORT_COLUMNS(JSON_FIELD)
 #undef JSON_FIELD
 	printf("\"avg_recv\": %llu, \"avg_send\": %llu, \"rmbs\": {",
 	       average(x->bytes_in, x->recvs), average(x->bytes_out, x->sends));
@@ -207,62 +390,73 @@ static void json_transport(unsigned int t, const struct smcr_control_stats *st)
 	printf("}");
 }
 
-static void print_json(const struct smcr_control_stats *st, const struct smcr_control_status *ps,
-		       unsigned int interval)
+static void json_transports(const struct smcr_control_stats *st)
 {
-	const struct smcr_stats_counts *c = &st->counts;
-	const struct smcr_stats_transport *shm = &c->transport[SMCR_TRANSPORT_SHM];
-	const struct smcr_stats_transport smc = smc_total(c);
-	enum smcr_reason order[SMCR_REASON_COUNT];
-	unsigned int n = reasons_by_count(c, order);
-
-	printf("{\"since\": %lld, \"interval\": %u, \"connections\": {\"tcp_clients\": %llu, "
-	       "\"tcp_servers\": %llu, \"tcp_listeners\": %llu, \"smc_clients\": %llu, "
-	       "\"smc_servers\": %llu, \"shm_clients\": %llu, \"shm_servers\": %llu, "
-	       "\"handshake_errors\": %llu, \"fallbacks\": %llu, \"fallback_reasons\": [",
-	       (long long)st->since, interval, (ull)c->tcp_clients, (ull)c->tcp_servers,
-	       (ull)c->tcp_listeners, (ull)c->smc_clients, (ull)c->smc_servers,
-	       (ull)shm->clients, (ull)shm->servers, (ull)c->handshake_errors,
-	       (ull)fallbacks_total(c));
-	for (unsigned int i = 0; i < n; i++)    /* names are [A-Z_]: nothing to escape */
-		printf("%s{\"name\": \"%s\", \"code\": \"0x%08x\", \"count\": %llu}",
-		       i ? ", " : "", smcr_reason_name(order[i]), smcr_reason_code(order[i]),
-		       (ull)c->fallbacks[order[i]]);
-	printf("], \"open\": %llu, \"open_peak\": %llu, \"untracked\": %llu}, "
-	       "\"data\": {\"tcp_bytes_in\": %llu, \"tcp_bytes_out\": %llu, "
-	       "\"tcp_recvs\": %llu, \"tcp_sends\": %llu, "
-	       "\"shm_bytes_in\": %llu, \"shm_bytes_out\": %llu, "
-	       "\"smc_avg_recv\": %llu, \"smc_avg_send\": %llu, "
-	       "\"tcp_avg_recv\": %llu, \"tcp_avg_send\": %llu, "
-	       "\"buffer_full_local\": %llu, \"buffer_full_remote\": %llu}, \"transports\": {",
-	       (ull)st->connections, (ull)st->peak_connections, (ull)c->untracked,
-	       (ull)c->tcp_bytes_in, (ull)c->tcp_bytes_out, (ull)c->tcp_recvs, (ull)c->tcp_sends,
-	       (ull)shm->bytes_in, (ull)shm->bytes_out, average(smc.bytes_in, smc.recvs),
-	       average(smc.bytes_out, smc.sends), average(c->tcp_bytes_in, c->tcp_recvs),
-	       average(c->tcp_bytes_out, c->tcp_sends), (ull)smc.rmb_full,
-	       (ull)smc.peer_rmb_full);
+	printf("{");
 	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++) {
 		printf("%s", t ? ", " : "");
 		json_transport(t, st);
 	}
-	printf("}, \"memory\": {\"in_use\": %llu, \"peak\": %llu, \"max_memory\": %llu}, "
-	       "\"processes\": {\"registered\": %llu, \"exited\": %llu",
-	       (ull)st->head.bytes, (ull)st->peak_memory, (ull)st->head.limit,
-	       (ull)st->processes, (ull)st->exited);
-	if (ps) {
-		printf(", \"detail\": [");
-		for (uint32_t i = 0; i < ps->nprocs && i < SMCR_CONTROL_STATUS_PROCS; i++) {
-			const struct smcr_control_proc *p = &ps->procs[i];
-			char comm[sizeof(p->comm) + 1];
-			printf("%s{\"pid\": %d, \"command\": \"%s\", \"open\": %u, \"peak\": %u, "
-			       "\"smc\": %llu, \"fallbacks\": %llu, \"bytes_in\": %llu, "
-			       "\"bytes_out\": %llu, \"memory\": %llu}", i ? ", " : "", p->pid,
-			       smcrctl_json_comm(p->comm, comm), p->open, p->peak, (ull)p->smc, (ull)p->fallbacks,
-			       (ull)p->bytes_in, (ull)p->bytes_out, (ull)p->granted);
-		}
-		printf("]");
+	printf("}");
+}
+
+static void json_processes(const struct smcr_control_status *ps)
+{
+#define JSON_VALUE(heading, width, key, value) printf(", \"" key "\": %llu", (ull)(value));
+	printf("[");
+	for (uint32_t i = 0; i < ps->nprocs && i < SMCR_CONTROL_STATUS_PROCS; i++) {
+		const struct smcr_control_proc *p = &ps->procs[i];
+		char comm[sizeof(p->comm) + 1];
+		printf("%s{\"pid\": %d, \"command\": \"%s\"", i ? ", " : "", p->pid,
+		       smcrctl_json_comm(p->comm, comm));
+		PROCESS_COLUMNS(JSON_VALUE)
+		printf("}");
 	}
-	printf("}}\n");
+	printf("]");
+#undef JSON_VALUE
+}
+
+/* Ends the open section's object, and opens key's (if any) in the top one. */
+static void json_section(struct view *v, const char *heading, const char *key)
+{
+	(void)heading;
+	if (v->in_object)
+		printf("}");
+	v->in_object = key != NULL;
+	v->first = false;               /* the top object has "since" */
+	if (!key)
+		return;
+	json_key(v, key);
+	printf("{");
+	v->first = true;
+}
+
+static void json_row(struct view *v, const char *label, const char *key, enum row_kind kind,
+		     uint64_t value)
+{
+	(void)label;
+	if (!key)
+		return;
+	json_key(v, key);
+	if (kind == REASONS)
+		json_reasons(&v->st->counts);
+	else if (kind == TRANSPORTS)
+		json_transports(v->st);
+	else if (kind == PROCESSES)
+		json_processes(v->ps);
+	else
+		printf("%llu", (ull)value);
+}
+
+static void print_json(struct view *v, unsigned int interval)
+{
+	static const struct printer json = { json_section, json_row };
+
+	printf("{\"since\": %lld, \"interval\": %u", (long long)v->st->since, interval);
+	walk_rows(v, &json);
+	if (v->in_object)
+		printf("}");
+	printf("}\n");
 }
 
 static int parse(char **args, int nargs, struct stats_opts *o)
@@ -316,16 +510,15 @@ static int sample(bool detail, struct smcr_control_stats *st, struct smcr_contro
 	       (detail && smcrctl_ask(SMCR_CONTROL_STATUS, 0, ps, sizeof(*ps))) ? -1 : 0;
 }
 
-int smcrctl_stats(char **args, int nargs)
+int smcrctl_stats(const struct smcrctl_args *a)
 {
 	static struct smcr_control_status ps;
 	struct smcr_control_stats st, prev;
 	struct stats_opts o = { 0 };
 	int rc = 0;
 
-	if (parse(args, nargs, &o)) {
-		fputs(smcrctl_usage, stderr);
-		return EXIT_USAGE;
+	if (parse(a->argv, a->argc, &o)) {
+		return EXIT_SHOW_USAGE;
 	}
 	if (o.reset && geteuid() != 0) {
 		fprintf(stderr, "smcrctl: only root may reset the statistics (-r)\n");
@@ -339,10 +532,9 @@ int smcrctl_stats(char **args, int nargs)
 		struct smcr_control_stats shown = st;
 		if (i)          /* -i: the counters' changes; gauges (rdma_links...) as they are */
 			smcr_stats_sub_counts(&shown.counts, &prev.counts);
-		if (o.json)
-			print_json(&shown, o.detail ? &ps : NULL, i ? o.interval : 0);
-		else
-			print_text(&shown, o.detail ? &ps : NULL, i ? o.interval : 0);
+		struct view v = { .st = &shown, .ps = o.detail ? &ps : NULL,
+				  .smc = smc_total(&shown.counts) };
+		(o.json ? print_json : print_text)(&v, i ? o.interval : 0);
 		fflush(stdout);
 		prev = st;
 		if (i == 0 && o.reset && (rc = reset()) != 0)

@@ -3,7 +3,8 @@
 #
 # smcrctl: every kind of bad value is refused (exit 1, a message naming key and
 # reason) and leaves the file byte for byte unchanged; a good set changes only
-# its key's line; enable/disable; usage errors exit 2.  smcrd: one instance per
+# its key's line; enable/disable; usage errors exit 2; every command's --help
+# and -h exit 0 with its usage.  smcrd: one instance per
 # run directory, reload after smcrctl set, a bad file refused on SIGHUP while
 # the daemon keeps running, clean exit on SIGTERM, and the detached mode.
 set -u
@@ -108,6 +109,27 @@ check "file unchanged by usage errors" cmp -s "$CONF" "$TMP/saved"
 check "help exits 0" quiet smcrctl help
 check "--help exits 0" quiet "$BIN/smcrctl" --help
 check "-h exits 0" quiet "$BIN/smcrctl" -h
+
+# Every command of smcrctl's table, as `smcrctl help` lists it: COMMAND --help
+# and COMMAND -h print its usage on stdout and exit 0; wrong arguments print
+# it on stderr and exit 2.
+commands=$(smcrctl help | sed -n 's/^  \([a-z]\+\)  .*/\1/p' | xargs)
+for cmd in show set enable disable status stats conns check help; do
+	check "help lists $cmd ($commands)" grep -qw "$cmd" <<<"$commands"
+done
+for cmd in $commands; do
+	for flag in --help -h; do
+		out=$(smcrctl "$cmd" "$flag" 2>/dev/null); rc=$?
+		check "$cmd $flag exits 0 (got $rc) and prints its usage" \
+			test $rc -eq 0 -a "$(head -1 <<<"$out" | cut -d" " -f1-5)" = "usage: smcrctl [-c FILE] $cmd"
+	done
+done
+out=$(smcrctl stats --bogus 2>&1 >/dev/null); rc=$?
+check "stats --bogus exits 2 (got $rc) with its usage on stderr" \
+	grep -q '^usage: smcrctl \[-c FILE\] stats ' <<<"$out"
+test $rc -eq 2 || fail "stats --bogus exited $rc"
+smcrctl frobnicate --help >/dev/null 2>&1; rc=$?
+check "unknown command with --help exits 2 (got $rc)" test $rc -eq 2
 
 # --- smcrctl: good changes -----------------------------------------------------
 changes_only max_memory=512 -- "max_memory = 512"

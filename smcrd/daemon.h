@@ -1,8 +1,10 @@
 /*
- * smcrd.h - the daemon's state, and the services its parts ask of it.
+ * daemon.h - the daemon's state, and the services its parts (control.c,
+ * the loop, start-up) ask of it: memory limit, transports, negotiation maps,
+ * status, reload (daemon.c).
  */
-#ifndef SMCRD_H
-#define SMCRD_H
+#ifndef SMCRD_DAEMON_H
+#define SMCRD_DAEMON_H
 
 #include <limits.h>
 #include <poll.h>
@@ -25,9 +27,12 @@ struct smcrd {
 	struct smcr_negotiation *negotiation;   /* the sock_ops program and its policy */
 	struct smcrd_interfaces *interfaces;
 	int signal_fd;
-	struct pollfd *poll;            /* see fill_poll() in smcrd.c */
+	struct pollfd *poll;            /* see fill_poll() in loop.c */
 	size_t poll_capacity;
 };
+
+/* Logs what ("loaded", "reloaded") with the configuration's main figures. */
+void smcrd_announce(const char *what, const struct smcrd *d);
 
 /* max_memory in bytes. */
 uint64_t smcrd_memory_limit(const struct smcrd *d);

@@ -1,0 +1,52 @@
+/*
+ * smcrctl_common.c - the helpers every smcrctl command may call: asking
+ * smcrd over its control socket, saying it does not answer, and JSON-safe
+ * command names.
+ */
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "control_proto.h"
+#include "smcrctl_common.h"
+
+int smcrctl_ask(uint16_t type, uint64_t token, void *reply, size_t size)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct smcr_control_msg m = { .version = SMCR_CONTROL_VERSION, .type = type,
+				      .token = token };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int rc = -1;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", smcr_rundir(), SMCR_CONTROL_SOCKET);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    send(fd, &m, sizeof(m), MSG_NOSIGNAL) == sizeof(m) &&
+	    poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, 5000) == 1 &&
+	    recv(fd, reply, size, 0) == (ssize_t)size &&
+	    ((struct smcr_control_msg *)reply)->type == type)
+		rc = 0;
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int smcrctl_no_daemon(void)
+{
+	fprintf(stderr, "smcrctl: smcrd not running (no answer on %s/%s)\n", smcr_rundir(),
+		SMCR_CONTROL_SOCKET);
+	return EXIT_NO_DAEMON;
+}
+
+char *smcrctl_json_comm(const char comm[16], char buf[17])
+{
+	size_t k = 0;
+
+	for (; k < 16 && comm[k]; k++)
+		buf[k] = strchr("._-", comm[k]) || (comm[k] >= '0' && comm[k] <= '9') ||
+			 ((comm[k] | 32) >= 'a' && (comm[k] | 32) <= 'z') ? comm[k] : '?';
+	buf[k] = '\0';
+	return buf;
+}
