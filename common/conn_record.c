@@ -10,10 +10,9 @@
 
 const char *smcr_transport_name(unsigned int id)
 {
-	static const char *const names[SMCR_TRANSPORTS] = {
-		[SMCR_TRANSPORT_SHM] = "shm",
-		[SMCR_TRANSPORT_RDMA] = "rdma",
-	};
+#define NAME(id, name) [SMCR_TRANSPORT_##id] = #name,
+	static const char *const names[SMCR_TRANSPORTS] = { SMCR_TRANSPORT_LIST(NAME) };
+#undef NAME
 
 	return id < SMCR_TRANSPORTS ? names[id] : "?";
 }

@@ -23,10 +23,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The transports an SMC connection can go on over; shm exists today. */
+/*
+ * The transports an SMC connection can go on over: X(ID, name), the one
+ * list of them.  libsmcr finds a transport's ops as smc_<name>_ops
+ * (libsmcr/transports/registry.c); the statistics count per transport.
+ */
+#define SMCR_TRANSPORT_LIST(X) \
+	X(SHM, shm)            \
+	X(RDMA, rdma)
+
+#define SMCR_TRANSPORT_ENUM(id, name) SMCR_TRANSPORT_##id,
 enum smcr_transport_id {
-	SMCR_TRANSPORT_SHM,
-	SMCR_TRANSPORT_RDMA,
+	SMCR_TRANSPORT_LIST(SMCR_TRANSPORT_ENUM)
 	SMCR_TRANSPORTS
 };
 

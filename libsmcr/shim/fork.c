@@ -3,7 +3,8 @@
  * one explicit order (pthread_atfork runs one set of handlers, these).
  *
  * Before: take every lock a child's copy must find free, outermost last
- * taken: the RDMA transport's, the control socket's, then the connections'.
+ * taken: the transports' (smc_transport.h), the control socket's, then the
+ * connections'.
  * After, in the parent: release them in the reverse order.  After, in the
  * child (one thread, every lock held by the fork's own thread):
  *   1. statistics: count from zero, privately; the connections inherited
@@ -11,7 +12,8 @@
  *   2. connections: both processes now share them (smc_sock_view.c);
  *   3. smcrd: the parent's registration is not the child's; a child of a
  *      registered parent registers now, before a sandbox could forbid it;
- *   4. RDMA: the parent's links and devices are forgotten, never touched.
+ *   4. transports: what the child cannot use is forgotten, never touched
+ *      (RDMA: the parent's links and devices).
  * posix_spawn and vfork run no fork handlers: spawning costs nothing.
  */
 #include <pthread.h>
@@ -19,13 +21,21 @@
 #include "conn_table.h"
 #include "control.h"
 #include "fork.h"
-#include "smc_rdma.h"
 #include "smc_sock.h"
+#include "smc_transport.h"
 #include "stats.h"
+
+/* Runs transport t's fork step (the ops member step: fork_prepare, ...), if it has one. */
+#define TRANSPORT_STEP(t, step) do {                                            \
+		const struct smc_transport_ops *ops_ = smc_transport(t);        \
+		if (ops_->step)                                                 \
+			ops_->step();                                           \
+	} while (0)
 
 static void prepare(void)
 {
-	smc_rdma_fork_prepare();
+	for (unsigned int t = SMCR_TRANSPORTS; t-- > 0;)
+		TRANSPORT_STEP(t, fork_prepare);
 	smcr_control_fork_prepare();
 	smcr_sock_fork_prepare();
 	smcr_stats_before_fork();
@@ -35,7 +45,8 @@ static void parent(void)
 {
 	smcr_sock_fork_done();
 	smcr_control_fork_parent();
-	smc_rdma_fork_parent();
+	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++)
+		TRANSPORT_STEP(t, fork_parent);
 }
 
 static void child(void)
@@ -44,7 +55,8 @@ static void child(void)
 	smcr_conn_table_forked(&smcr_stats_now()->conns);
 	smcr_sock_fork_child();
 	smcr_control_fork_child();
-	smc_rdma_fork_child();
+	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++)
+		TRANSPORT_STEP(t, fork_child);
 }
 
 void smcr_fork_init(void)

@@ -52,7 +52,6 @@
 #include "real.h"
 #include "shm_broker_client.h"
 #include "smc_conn.h"
-#include "smc_rdma.h"
 #include "smc_rx.h"
 #include "smc_shm.h"
 #include "smc_sock_priv.h"
@@ -67,13 +66,12 @@
 #define RMB_SIZE_CLASS 4
 
 /*
- * Over RDMA a connection registers a staging buffer beside its RMB (the
- * side its WRITEs go from), as large as our RMB unless the peer's is
- * another size: granted by smcrd against max_memory for as long as this
- * process holds the connection's RDMA view, as the offer's grant stands
- * for the RMB.
+ * A transport may register a staging buffer beside the RMB (RDMA: the side
+ * its WRITEs go from), as large as our RMB unless the peer's is another
+ * size: granted by smcrd against max_memory for as long as this process
+ * holds the connection's view, as the offer's grant stands for the RMB.
  */
-#define RDMA_STAGING_BYTES smc_rmb_size(RMB_SIZE_CLASS)
+#define STAGING_BYTES smc_rmb_size(RMB_SIZE_CLASS)
 
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -173,16 +171,22 @@ fail:
 	return reason_of(rc);
 }
 
-/* The peer's buffer and eventfd into our view, as its Accept or Confirm describes it. */
+/*
+ * The peer's buffer into our view, as its Accept or Confirm describes it:
+ * with its memfd and eventfd for shared memory, -1 and -1 for a transport
+ * that needs none.
+ */
 static int attach_peer(struct smcr_sock *sk, const struct smc_clc_accept_confirm *peer,
 		       int memfd, int efd)
 {
 	int rc;
 
-	efd = smcr_sys_fd_aside(efd);
+	if (efd >= 0)
+		efd = smcr_sys_fd_aside(efd);
 	rc = sk->conn.ops->attach_peer(&sk->conn, peer, memfd, efd);
-	REAL(close)(memfd);
-	if (rc)
+	if (memfd >= 0)
+		REAL(close)(memfd);
+	if (rc && efd >= 0)
 		REAL(close)(efd);
 	sk->attached = rc == 0;
 	return rc;
@@ -210,121 +214,146 @@ static bool peer_is_local(int fd)
 		       &((struct sockaddr_in6 *)&b)->sin6_addr, sizeof(struct in6_addr));
 }
 
+/* What went wrong with a transport in the CLC exchange, as a reason. */
+static enum smcr_reason transport_reason(int rc)
+{
+	return rc == -ENOMEM ? SMCR_REASON_MEM : rc == -ETIMEDOUT ? SMCR_REASON_TIMEOUT_CL :
+	       rc == -EPROTO ? SMCR_REASON_SYNCERR : SMCR_REASON_NOSMCDEV;
+}
+
+/* The transport a CLC message names by its type (SMC_TYPE_D or _R), or NULL. */
+static const struct smc_transport_ops *transport_of_type(enum smc_type type)
+{
+	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++)
+		if (smc_transport(t)->setup.clc_type == type)
+			return smc_transport(t);
+	return NULL;
+}
+
 /*
- * Shared memory if smcr.conf allows it; RDMA if it allows that and a device
- * serves the connection's local address.  Either needs the state on offer.
+ * Whether t may be offered on sk's connection: smcr.conf allows it, it is
+ * not for remote peers only while a transport for this host was offered
+ * and the peer is here, and it can say what the Proposal needs (lcl).
+ */
+static bool offerable(struct smcr_sock *sk, const struct smc_transport_ops *t,
+		      bool local_offered, struct smc_clc_local *lcl)
+{
+	int fd = sk->sh->setup.sock;
+
+	if (!(sk->sh->transports & t->setup.allowed_by) ||
+	    (t->setup.remote_only && local_offered && peer_is_local(fd)))
+		return false;
+	return !t->setup.local_block || t->setup.local_block(fd, lcl) == 0;
+}
+
+/*
+ * Every transport that smcr.conf allows and that can serve the connection,
+ * this host's first.  Any needs the state on offer.
  */
 static enum smcr_reason setup_offers(void *ctx, enum smc_type *type, struct smc_clc_local *lcl)
 {
 	struct smcr_sock *sk = ctx;
-	int fd = sk->sh->setup.sock;
-	bool shm = sk->sh->transports & SMCR_CONTROL_SHM, rdma = false;
+	bool offers[SMC_TYPE_B] = { false }, local_offered = false;
 
 	*type = SMC_TYPE_N;
 	if (!sk->sh->offered)
 		return sk->sh->offer_failed;
-	if ((sk->sh->transports & SMCR_CONTROL_RDMA) && !(shm && peer_is_local(fd)))
-		rdma = smc_rdma_local_block(fd, lcl) == 0;
-	if (!shm && !rdma)
+	for (int remote_only = 0; remote_only < 2; remote_only++)
+		for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++) {
+			const struct smc_transport_ops *ops = smc_transport(t);
+
+			if (ops->setup.remote_only != remote_only ||
+			    !offerable(sk, ops, local_offered, lcl))
+				continue;
+			offers[ops->setup.clc_type] = true;
+			local_offered = local_offered || !remote_only;
+		}
+	if (!offers[SMC_TYPE_D] && !offers[SMC_TYPE_R])
 		return SMCR_REASON_NOSMCDEV;
-	*type = shm && rdma ? SMC_TYPE_B : shm ? SMC_TYPE_D : SMC_TYPE_R;
+	*type = offers[SMC_TYPE_D] && offers[SMC_TYPE_R] ? SMC_TYPE_B :
+		offers[SMC_TYPE_D] ? SMC_TYPE_D : SMC_TYPE_R;
 	return SMCR_REASON_NONE;
 }
 
 /*
- * The connection goes over RDMA: the shared-memory buffer set up at the
- * offer is let go (the offer stays: smcrd keeps the connection's state with
- * it, and its grant stands for the RDMA buffer), and one is taken from the
- * RDMA transport's pool; the server links to the client's process.
+ * The connection goes on over t.  The buffer set up at the offer is a
+ * shared-memory one; for another transport it is let go (the offer stays:
+ * smcrd keeps the connection's state with it, and its grant stands for the
+ * new buffer), one is made there, with its staging buffer granted if it
+ * needs one, and the server joins the client's process (SMC-R: a link).
  */
-static enum smcr_reason use_rdma(struct smcr_sock *sk, const struct smc_clc_local *peer)
+static enum smcr_reason move_to(struct smcr_sock *sk, const struct smc_transport_ops *t,
+				const struct smc_clc_local *peer)
 {
 	int rc;
 
+	if (sk->conn.ops == t)
+		return SMCR_REASON_NONE;
 	sk->conn.ops->release(&sk->conn);
-	sk->conn.ops = &smc_rdma_ops;
-	sk->sh->transport = SMCR_TRANSPORT_RDMA;
-	rc = sk->conn.ops->create_rmb(&sk->conn, RMB_SIZE_CLASS, -1, -1);
-	if (!rc && (rc = smcr_control_grant(RDMA_STAGING_BYTES)) != 0)
-		sk->conn.ops->release(&sk->conn);	/* nothing granted to give back */
-	if (!rc && peer)
-		rc = smc_rdma_link_to_peer(&sk->conn, peer, &sk->first_contact);
+	sk->conn.ops = t;
+	sk->sh->transport = t->id;
+	rc = t->create_rmb(&sk->conn, RMB_SIZE_CLASS, -1, -1);
+	if (!rc && t->setup.staging && (rc = smcr_control_grant(STAGING_BYTES)) != 0)
+		t->release(&sk->conn);	/* nothing granted to give back */
+	if (!rc && peer && t->setup.join_peer)
+		rc = t->setup.join_peer(&sk->conn, peer, &sk->first_contact);
 	if (!rc)
 		return SMCR_REASON_NONE;
-	smcr_log(SMCR_LOG_WARN, "fd %d: no RDMA for the connection: %s", sk->sh->setup.sock,
-		 strerror(-rc));
-	return rc == -ENOMEM ? SMCR_REASON_MEM : rc == -ETIMEDOUT ? SMCR_REASON_TIMEOUT_CL :
-	       SMCR_REASON_NOSMCDEV;
+	smcr_log(SMCR_LOG_WARN, "fd %d: no %s for the connection: %s", sk->sh->setup.sock,
+		 t->name, strerror(-rc));
+	return transport_reason(rc);
 }
 
 static enum smcr_reason setup_prepare(void *ctx, enum smc_type type, const struct smc_clc_local *peer)
 {
 	struct smcr_sock *sk = ctx;
+	const struct smc_transport_ops *t = transport_of_type(type);
 
 	if (!sk->sh->offered)
 		return sk->sh->offer_failed;
-	return type == SMC_TYPE_R ? use_rdma(sk, peer) : SMCR_REASON_NONE;
+	return t ? move_to(sk, t, peer) : SMCR_REASON_NOSMCDEV;
 }
 
 static enum smcr_reason setup_describe(void *ctx, struct smc_clc_accept_confirm *ours)
 {
 	struct smcr_sock *sk = ctx;
 
-	if (sk->sh->transport == SMCR_TRANSPORT_RDMA) {
-		if (smc_rdma_local_desc(&sk->conn, ours))
-			return SMCR_REASON_INTERR;
-		ours->first_contact = sk->first_contact;
-		return SMCR_REASON_NONE;
-	}
-	memset(ours, 0, sizeof(*ours));
-	ours->d.token = sk->sh->token;
-	ours->d.dmbe_size = RMB_SIZE_CLASS;
+	if (sk->conn.ops->setup.describe(&sk->conn, sk->sh->token, RMB_SIZE_CLASS, ours))
+		return SMCR_REASON_INTERR;
+	ours->first_contact = sk->first_contact;
 	return SMCR_REASON_NONE;
 }
 
-/* The peer's RDMA buffer, through the link its Accept or Confirm names. */
-static enum smcr_reason attach_rdma(struct smcr_sock *sk, const struct smc_clc_accept_confirm *peer)
-{
-	int rc = sk->conn.ops->attach_peer(&sk->conn, peer, -1, -1);
-
-	if (rc) {
-		smcr_log(SMCR_LOG_WARN, "fd %d: cannot reach the peer's RDMA buffer: %s",
-			 sk->sh->setup.sock, strerror(-rc));
-		return rc == -EPROTO ? SMCR_REASON_SYNCERR : rc == -ENOMEM ? SMCR_REASON_MEM :
-		       SMCR_REASON_NOSMCDEV;
-	}
-	sk->conn.st->peer_token = peer->r.rmbe_alert_token;
-	sk->attached = true;
-	return SMCR_REASON_NONE;
-}
-
+/* The peer's buffer, on our transport, as its Accept or Confirm describes it. */
 static enum smcr_reason setup_attach(void *ctx, const struct smc_clc_accept_confirm *peer)
 {
 	struct smcr_sock *sk = ctx;
+	const struct smc_transport_ops *t = sk->conn.ops;
+	int fd = -1, wake_fd = -1, rc = 0;
 
-	if (peer->smc_type == SMC_TYPE_R)
-		return attach_rdma(sk, peer);
-	int memfd, efd, rc = smcr_shm_attach(sk->sh->setup.sock, peer->d.token, &memfd, &efd);
-
+	if (peer->smc_type != t->setup.clc_type)
+		return SMCR_REASON_SYNCERR;
+	if (t->setup.peer_fds)
+		rc = t->setup.peer_fds(sk->sh->setup.sock, peer, &fd, &wake_fd);
 	if (!rc)
-		rc = attach_peer(sk, peer, memfd, efd);
+		rc = attach_peer(sk, peer, fd, wake_fd);
 	if (rc) {
-		smcr_log(SMCR_LOG_WARN, "fd %d: cannot use the peer's buffer: %s",
-			 sk->sh->setup.sock, strerror(-rc));
-		return SMCR_REASON_NOSMCDEV;
+		smcr_log(SMCR_LOG_WARN, "fd %d: cannot use the peer's %s buffer: %s",
+			 sk->sh->setup.sock, t->name, strerror(-rc));
+		return transport_reason(rc);
 	}
-	sk->conn.st->peer_token = (uint32_t)peer->d.token;
+	sk->conn.st->peer_token = t->setup.peer_token(peer);
 	return SMCR_REASON_NONE;
 }
 
 /* Lets go of this process's view of the transport, and of what it was granted. */
 static void release_view(struct smcr_sock *sk)
 {
-	bool rdma = sk->conn.ops == &smc_rdma_ops;
+	bool staging = sk->conn.ops->setup.staging;
 
 	sk->conn.ops->release(&sk->conn);
-	if (rdma)
-		smcr_control_release(RDMA_STAGING_BYTES);
+	if (staging)
+		smcr_control_release(STAGING_BYTES);
 }
 
 /* Gives our buffer back: the connection stays on TCP, or is over. */
@@ -359,8 +388,11 @@ static struct smcr_sock *view_new(int state_fd, bool fresh)
 		return NULL;
 	}
 	sk->sh = sh;
-	if (smc_conn_init(&sk->conn, !fresh && sk->sh->transport == SMCR_TRANSPORT_RDMA ?
-			  &smc_rdma_ops : &smc_shm_ops, &sk->sh->conn, fresh)) {
+	/* a new connection's buffer is offered on shared memory; the page is another's to write */
+	const struct smc_transport_ops *t = smc_transport(fresh ? SMCR_TRANSPORT_SHM :
+							  sk->sh->transport);
+
+	if (!t || smc_conn_init(&sk->conn, t, &sk->sh->conn, fresh)) {
 		munmap(sh, STATE_BYTES);
 		free(sk);
 		return NULL;
@@ -584,7 +616,7 @@ void smcr_sock_fork_done(void)
 void smcr_sock_fork_child(void)
 {
 	for (struct smcr_sock *sk = all; sk; sk = sk->next) {
-		if (sk->conn.ops != &smc_rdma_ops || !sk->conn.priv)
+		if (!sk->conn.ops->setup.lost_by_fork || !sk->conn.priv)
 			continue;
 		sk->conn.priv = NULL;
 		sk->conn.rmb = NULL;

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "control_proto.h"
 #include "smc_cdc.h"
 #include "smc_clc.h"
 #include "smc_cursor.h"
@@ -63,6 +64,47 @@ static inline uint64_t smc_clock_ns(void)
 struct smc_conn;
 
 /*
+ * How a transport is offered and set up in the CLC exchange
+ * (socket/smc_sock_view.c).  Every connection starts with a buffer of the
+ * shared-memory transport, offered through smcrd's broker, which keeps the
+ * connection's state with it; a connection that the exchange puts on
+ * another transport moves its buffer there (prepare: release, then
+ * create_rmb with memfd = wake_fd = -1).
+ */
+struct smc_transport_setup {
+	enum smc_type clc_type;		/* SMC_TYPE_D or SMC_TYPE_R: how a Proposal offers it */
+	uint32_t allowed_by;		/* SMCR_CONTROL_SHM or _RDMA: smcrd allows it (smcr.conf) */
+	bool remote_only;		/* not looked for when the peer is on this host */
+	bool lost_by_fork;		/* a forked child cannot use the parent's connections on it */
+	bool staging;			/* a view holds a staging buffer as large as the RMB,
+					   granted by smcrd beside the offer's grant */
+	/*
+	 * What our Proposal says for it on the TCP connection sock (SMC-R:
+	 * the local block lcl): 0, or -ENODEV if it cannot serve sock.  NULL:
+	 * nothing to say, it can.
+	 */
+	int (*local_block)(int sock, struct smc_clc_local *lcl);
+	/*
+	 * Server, after create_rmb: joins the client the Proposal's local
+	 * block describes (SMC-R: a link to its process; first_contact if it
+	 * made the link).  NULL: nothing to join.
+	 */
+	int (*join_peer)(struct smc_conn *conn, const struct smc_clc_local *peer,
+			 bool *first_contact);
+	/* Our Accept or Confirm: token is our offer's, size_class our RMB's. */
+	int (*describe)(struct smc_conn *conn, uint64_t token, unsigned int size_class,
+			struct smc_clc_accept_confirm *ours);
+	/*
+	 * The descriptors attach_peer takes for the peer's Accept or Confirm,
+	 * from smcrd's broker on the TCP connection sock.  NULL: -1, -1.
+	 */
+	int (*peer_fds)(int sock, const struct smc_clc_accept_confirm *peer, int *fd,
+			int *wake_fd);
+	/* The token the peer put in its Accept or Confirm, for our CDCs. */
+	uint32_t (*peer_token)(const struct smc_clc_accept_confirm *peer);
+};
+
+/*
  * The send and receive paths call write, send_cdc and recv_cdc with
  * the connection lock held; events, wait and wake need no lock (a waiter sleeps
  * without it, wake comes from another thread).  Errors are negative errno
@@ -71,6 +113,16 @@ struct smc_conn;
 struct smc_transport_ops {
 	const char *name;
 	enum smcr_transport_id id;	/* its statistics */
+	struct smc_transport_setup setup;
+
+	/*
+	 * fork(): takes the transport's locks before, releases them after,
+	 * and makes the child forget what it cannot use (shim/fork.c, in the
+	 * order the registry lists the transports).  NULL: nothing to do.
+	 */
+	void (*fork_prepare)(void);
+	void (*fork_parent)(void);
+	void (*fork_child)(void);
 
 	/*
 	 * Sets up our RMB of smc_rmb_size(size_class) bytes in the memory of
@@ -177,6 +229,12 @@ struct smc_transport_ops {
 	/* Undoes create_rmb and attach_peer; conn->priv is gone after it. */
 	void (*release)(struct smc_conn *conn);
 };
+
+/*
+ * The registry (registry.c): the ops of each transport of
+ * SMCR_TRANSPORT_LIST (conn_record.h), by id; NULL for an id out of range.
+ */
+const struct smc_transport_ops *smc_transport(unsigned int id);
 
 /* The urgent byte the peer marked (MSG_OOB), on the receive side. */
 enum smc_urg_state {

@@ -621,9 +621,38 @@ static int rdma_map_rmb(struct smc_conn *conn, int memfd, int wake_fd)
 	return -EOPNOTSUPP;
 }
 
+/* ---- the CLC exchange (struct smc_transport_setup) ---- */
+
+static int rdma_describe(struct smc_conn *conn, uint64_t token, unsigned int size_class,
+			 struct smc_clc_accept_confirm *ours)
+{
+	(void)token;            /* the link and the RMB's key say it all */
+	(void)size_class;
+	return smc_rdma_local_desc(conn, ours);
+}
+
+static uint32_t rdma_peer_token(const struct smc_clc_accept_confirm *peer)
+{
+	return peer->r.rmbe_alert_token;
+}
+
 const struct smc_transport_ops smc_rdma_ops = {
 	.name = "rdma",
 	.id = SMCR_TRANSPORT_RDMA,
+	.setup = {
+		.clc_type = SMC_TYPE_R,
+		.allowed_by = SMCR_CONTROL_RDMA,
+		.remote_only = true,
+		.lost_by_fork = true,
+		.staging = true,
+		.local_block = smc_rdma_local_block,
+		.join_peer = smc_rdma_link_to_peer,
+		.describe = rdma_describe,
+		.peer_token = rdma_peer_token,
+	},
+	.fork_prepare = smc_rdma_fork_prepare,
+	.fork_parent = smc_rdma_fork_parent,
+	.fork_child = smc_rdma_fork_child,
 	.create_rmb = rdma_create_rmb,
 	.map_rmb = rdma_map_rmb,
 	.attach_peer = rdma_attach_peer,

@@ -75,12 +75,14 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "real.h"
+#include "shm_broker_client.h"
 #include "smc_shm.h"
 #include "smc_wake.h"
 #include "spin.h"
@@ -398,9 +400,40 @@ static void shm_release(struct smc_conn *conn)
 	conn->rmb = NULL;
 }
 
+/* ---- the CLC exchange (struct smc_transport_setup) ---- */
+
+static int shm_describe(struct smc_conn *conn, uint64_t token, unsigned int size_class,
+			struct smc_clc_accept_confirm *ours)
+{
+	(void)conn;
+	memset(ours, 0, sizeof(*ours));
+	ours->d.token = token;
+	ours->d.dmbe_size = (uint8_t)size_class;
+	return 0;
+}
+
+/* The peer's memfd and eventfd, which smcrd's broker hands only to the other end of sock. */
+static int shm_peer_fds(int sock, const struct smc_clc_accept_confirm *peer, int *fd,
+			int *wake_fd)
+{
+	return smcr_shm_attach(sock, peer->d.token, fd, wake_fd);
+}
+
+static uint32_t shm_peer_token(const struct smc_clc_accept_confirm *peer)
+{
+	return (uint32_t)peer->d.token;
+}
+
 const struct smc_transport_ops smc_shm_ops = {
 	.name = "shm",
 	.id = SMCR_TRANSPORT_SHM,
+	.setup = {
+		.clc_type = SMC_TYPE_D,
+		.allowed_by = SMCR_CONTROL_SHM,
+		.describe = shm_describe,
+		.peer_fds = shm_peer_fds,
+		.peer_token = shm_peer_token,
+	},
 	.create_rmb = shm_create_rmb,
 	.map_rmb = shm_map_rmb,
 	.attach_peer = shm_attach_peer,
