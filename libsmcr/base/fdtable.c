@@ -145,7 +145,7 @@ void smcr_fd_forget(int fd)
 	if (!slot)
 		return;
 	enum smcr_fd_state state = atomic_load_explicit(&slot->state, memory_order_relaxed);
-	/* epoll sets must let go of it before its connection goes (readiness.c) */
+	/* epoll sets must let go of it before its connection goes (epoll.c) */
 	if ((smcr_fd_state_is_tcp(state) && state != SMCR_FD_TCP_LISTENER) ||
 	    atomic_load_explicit(&slot->epoll, memory_order_relaxed))
 		refs()->before_forget(fd);      /* an instance leaves those it is nested in too */

@@ -102,7 +102,7 @@ static inline struct smcr_sock *smcr_fd_sock(int fd)
 	return slot ? atomic_load_explicit(&slot->sock, memory_order_acquire) : NULL;
 }
 
-/* The epoll instance fd is, as readiness.c tracks it (NULL: none). */
+/* The epoll instance fd is, as epoll.c tracks it (NULL: none). */
 static inline struct smcr_epoll *smcr_fd_epoll(int fd)
 {
 	struct smcr_fd_slot *slot = smcr_fd_slot_peek(fd);

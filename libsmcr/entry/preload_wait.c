@@ -3,8 +3,8 @@
  * their glibc fortified forms.
  *
  * Calls that involve no connection on SMC (or on its way there) are the C
- * library's own; the others are answered by readiness.c, which knows where
- * those connections' bytes are.
+ * library's own; the others are answered by epoll.c and poll.c
+ * (readiness.h), which know where those connections' bytes are.
  */
 #include <poll.h>
 #include <sys/epoll.h>

@@ -11,6 +11,9 @@
  * CLC exchange are driven forward by these calls, and the application sees
  * nothing of them until the exchange has ended.  Descriptors that are not
  * ours pass through to the kernel untouched, in the same call.
+ *
+ * epoll.c answers epoll, poll.c poll and select; readiness_common.c holds
+ * what both use (readiness_priv.h).
  */
 #ifndef SMCR_READINESS_H
 #define SMCR_READINESS_H
@@ -37,7 +40,7 @@ void smcr_readiness_forget(int fd);
 /*
  * epfd (or -1) came from epoll_create: known from the start, so that an
  * instance put in another before it has members of ours is seen as one
- * of ours (readiness.c, nested instances).  Returns epfd.
+ * of ours (epoll.c, nested instances).  Returns epfd.
  */
 int smcr_epoll_created(int epfd);
 

@@ -42,7 +42,7 @@
  *    `waiting`; FUTEX_WAKE wakes every such sleeper at once (a reader and a
  *    writer may both sleep).  The sleep is cut in slices of a second, after
  *    each of which the TCP socket is asked whether the peer is gone.
- *  - in the application's poll or epoll_wait (readiness.c): on our eventfd,
+ *  - in the application's poll or epoll_wait (epoll.c, poll.c): on our eventfd,
  *    whose word is `armed`.  It is read empty only when arming again, by
  *    whoever sleeps next: that thread looks at the connection before
  *    sleeping, so no event is lost with the count it takes.

@@ -1,5 +1,8 @@
 /*
- * readiness.c - poll, select and epoll over SMC connections (readiness.h).
+ * epoll.c - epoll over SMC connections (readiness.h): epoll instances,
+ * their members and the regimes the kernel holds them in, epoll_wait, and
+ * nested instances (an instance of ours inside another, or in poll or
+ * select).
  *
  * epoll.  For each epoll instance we keep the registrations of the
  * descriptors whose readiness is ours to tell ("members": connections on
@@ -32,25 +35,22 @@
  * Each instance has its own lock, held while it is looked at and never
  * while sleeping.  The list of instances has another, taken first.
  *
- * poll and select keep nothing between calls: each call looks at the SMC
- * connections among its descriptors, and sleeps on their wake and TCP
- * descriptors in their place.
- *
  * Nested instances.  An instance of ours inside another epoll, or in poll
  * or select, is ready when its own epoll_wait would report something; the
  * kernel cannot tell, on two counts: it counts our registrations (a wake
  * descriptor left readable makes the inner instance readable with nothing
  * to report), and nobody armed the inner instance's connections, so the
  * peer does not write their wake descriptors and new data wakes nobody.
- * So the outer wait asks nested_ready(): the inner instance's SMC
- * members are looked at as its epoll_wait would (nothing is consumed), and
- * when none is ready each is armed, which reads its wake descriptor empty,
- * before the kernel is asked about the inner descriptor: then only the
- * application's registrations can make it readable, and from then on news
- * on an armed connection writes its wake descriptor, which the inner
- * instance holds, which wakes whoever sleeps on it, outer epoll, poll or
- * select.  The arm comes after the look, with the events() number taken
- * before it (as everywhere here), so news in between fails the arm and is
+ * So the outer wait (epoll_wait here, poll and select in poll.c) asks
+ * smcr_epoll_nested_ready(): the inner instance's SMC members are looked
+ * at as its epoll_wait would (nothing is consumed), and when none is ready
+ * each is armed, which reads its wake descriptor empty, before the kernel
+ * is asked about the inner descriptor: then only the application's
+ * registrations can make it readable, and from then on news on an armed
+ * connection writes its wake descriptor, which the inner instance holds,
+ * which wakes whoever sleeps on it, outer epoll, poll or select.  The arm
+ * comes after the look, with the events() number taken before it (as
+ * everywhere here and in poll.c), so news in between fails the arm and is
  * looked at again: no wakeup is lost.  Every instance is ours from
  * epoll_create on, so that one put in another while still empty is
  * known as such when connections of ours join it later.
@@ -60,11 +60,10 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "fdtable.h"
-#include "handshake.h"
 #include "readiness.h"
+#include "readiness_priv.h"
 #include "real.h"
 #include "smc_sock.h"
 #include "smc_transport.h"
@@ -80,8 +79,6 @@ static uint64_t tag(int fd, unsigned int kind)
 {
 	return TAG_MAGIC | (uint64_t)kind << 32 | (uint32_t)fd;
 }
-
-enum regime { REG_NONE, REG_PLAIN, REG_WATCH, REG_SMC, REG_RESET, REG_NESTED };
 
 struct member {
 	int fd;
@@ -113,47 +110,6 @@ struct smcr_epoll {
 
 static pthread_mutex_t instances_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct smcr_epoll *instances;
-
-/* ---- what a descriptor needs ---- */
-
-static enum regime regime_of(int fd)
-{
-	struct smcr_sock *sk = smcr_fd_sock(fd);
-
-	if (sk) {
-		switch (smcr_sock_phase(sk)) {
-		case SMCR_SOCK_SMC:
-			return REG_SMC;
-		case SMCR_SOCK_RESET:
-			return REG_RESET;
-		case SMCR_SOCK_TCP:
-			return REG_PLAIN;
-		default:
-			return REG_WATCH;
-		}
-	}
-	if (smcr_fd_epoll(fd))
-		return REG_NESTED;
-	switch (smcr_fd_get(fd)) {
-	case SMCR_FD_TCP:               /* may connect later */
-	case SMCR_FD_TCP_CONNECTING:
-		return REG_WATCH;
-	default:
-		return REG_PLAIN;
-	}
-}
-
-/* A connect() or CLC exchange in progress on fd moves on, if it can. */
-static void drive(int fd)
-{
-	struct smcr_sock *sk;
-
-	if (smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING)
-		smcr_handshake_settle(fd);
-	sk = smcr_fd_sock(fd);
-	if (sk)
-		smcr_sock_settle(sk, fd, false);
-}
 
 static uint32_t poll_to_epoll(unsigned int mask)
 {
@@ -293,7 +249,6 @@ static bool apply(struct smcr_epoll *ep, struct member *m, enum regime to)
 	return true;
 }
 
-/* Brings the kernel's registration of m up to date; false if m is gone (PLAIN). */
 /* Takes ours out of the kernel and forgets m; the kernel's word on the socket's. */
 static int unregister(struct smcr_epoll *ep, struct member *m)
 {
@@ -307,9 +262,10 @@ static int unregister(struct smcr_epoll *ep, struct member *m)
 	return rc;
 }
 
+/* Brings the kernel's registration of m up to date; false if m is gone (PLAIN). */
 static bool sync_member(struct smcr_epoll *ep, struct member *m)
 {
-	enum regime to = regime_of(m->fd);
+	enum regime to = smcr_regime_of(m->fd);
 	int saved_errno = errno;
 
 	if (m->dormant && to != m->regime) {
@@ -371,14 +327,14 @@ int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 	struct member *m;
 	int rc = 0;
 
-	if (!ep && (op != EPOLL_CTL_ADD || regime_of(fd) == REG_PLAIN))
+	if (!ep && (op != EPOLL_CTL_ADD || smcr_regime_of(fd) == REG_PLAIN))
 		return REAL(epoll_ctl)(epfd, op, fd, event);
 	if (!ep && !(ep = epoll_of(epfd)))
 		return REAL(epoll_ctl)(epfd, op, fd, event);
 	pthread_mutex_lock(&ep->lock);
 	ep->fd = epfd;
 	m = find(ep, fd);
-	if (!m && !(op == EPOLL_CTL_ADD && regime_of(fd) != REG_PLAIN)) {
+	if (!m && !(op == EPOLL_CTL_ADD && smcr_regime_of(fd) != REG_PLAIN)) {
 		pthread_mutex_unlock(&ep->lock);
 		return REAL(epoll_ctl)(epfd, op, fd, event);
 	}
@@ -419,7 +375,7 @@ int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 		*m = (struct member){ .fd = fd, .events = event->events, .data = event->data,
 				      .regime = REG_NONE, .wake_fd = -1 };
 		ep->members[ep->count++] = m;
-		if (!apply(ep, m, regime_of(fd))) {
+		if (!apply(ep, m, smcr_regime_of(fd))) {
 			int err = errno;
 			drop(ep, m);
 			errno = err;
@@ -510,8 +466,6 @@ static void look_at(struct smcr_epoll *ep, struct member *m, struct epoll_event 
 
 /* ---- nested instances (see the top) ---- */
 
-static bool nested_ready(int fd);
-
 /* Whether look_at would report the SMC or RESET member m now, events() at now. */
 static bool member_ready(const struct member *m, uint32_t now)
 {
@@ -546,14 +500,13 @@ static bool quiet_member(struct member *m)
 	case REG_RESET:
 		return !member_ready(m, 0);
 	case REG_NESTED:
-		return m->disabled || !nested_ready(m->fd);
+		return m->disabled || !smcr_epoll_nested_ready(m->fd);
 	default:
 		return true;    /* the kernel's to tell */
 	}
 }
 
-/* Whether epoll_wait on fd, an instance of ours, would report something now. */
-static bool nested_ready(int fd)
+bool smcr_epoll_nested_ready(int fd)
 {
 	struct smcr_epoll *ep = smcr_fd_epoll(fd);
 	struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -575,12 +528,7 @@ static bool nested_ready(int fd)
 	return ready;
 }
 
-/*
- * Whether fd is an instance with members of ours, for poll and select: one
- * without any (most: every instance is ours from epoll_create on) is the
- * kernel's to tell.
- */
-static bool instance_has_members(int fd)
+bool smcr_epoll_has_members(int fd)
 {
 	struct smcr_epoll *ep = smcr_fd_epoll(fd);
 
@@ -595,7 +543,7 @@ static void look_at_nested(struct smcr_epoll *ep, struct member *m, struct epoll
 
 	if (m->disabled || ((m->events & EPOLLET) && m->edge_seen && !m->signalled))
 		return;
-	ready = nested_ready(m->fd) ? EPOLLIN : 0;
+	ready = smcr_epoll_nested_ready(m->fd) ? EPOLLIN : 0;
 	if (report(ep, m, ready, out, n, max) || !(ready & m->events)) {
 		m->edge_seen = true;
 		m->signalled = false;
@@ -630,7 +578,7 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 		}
 		switch (m->regime) {
 		case REG_WATCH:
-			drive(m->fd);
+			smcr_drive(m->fd);
 			/* not connected, or a connect() that failed: the kernel's word */
 			if (smcr_fd_get(m->fd) == SMCR_FD_TCP ||
 			    smcr_fd_get(m->fd) == SMCR_FD_TCP_CONNECTING)
@@ -712,7 +660,7 @@ static bool arm(struct smcr_epoll *ep)
 
 		if (m->regime == REG_NESTED && !m->dormant) {
 			/* arms the inner instance's connections, whatever the answer */
-			bool ready = nested_ready(m->fd);
+			bool ready = smcr_epoll_nested_ready(m->fd);
 
 			if (ready && !m->disabled && !(m->events & EPOLLET))
 				return false;
@@ -733,30 +681,11 @@ static bool arm(struct smcr_epoll *ep)
 	return true;
 }
 
-static int64_t deadline_of(int timeout_ms)
-{
-	return timeout_ms > 0 ? (int64_t)smc_clock_ns() + (int64_t)timeout_ms * 1000000 : 0;
-}
-
-/*
- * What is left of a wait until deadline (0: none was set, wait as asked),
- * rounded up: like the kernel's, a wait never ends before its time.
- */
-static int remaining(int timeout_ms, int64_t deadline)
-{
-	int64_t left;
-
-	if (timeout_ms <= 0)
-		return timeout_ms;
-	left = deadline - (int64_t)smc_clock_ns();
-	return left > 0 ? (int)((left + 999999) / 1000000) : 0;
-}
-
 int smcr_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout_ms,
 		    const sigset_t *sigmask)
 {
 	struct smcr_epoll *ep = smcr_fd_epoll(epfd);
-	int64_t deadline = deadline_of(timeout_ms);
+	int64_t deadline = smcr_wait_deadline(timeout_ms);
 	bool spun = false;
 
 	if (!ep || maxevents <= 0 || !__atomic_load_n(&ep->count, __ATOMIC_RELAXED))
@@ -776,7 +705,7 @@ int smcr_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int tim
 				return n;
 			continue;
 		}
-		if (remaining(timeout_ms, deadline) == 0) {
+		if (smcr_wait_remaining(timeout_ms, deadline) == 0) {
 			pthread_mutex_unlock(&ep->lock);
 			return 0;
 		}
@@ -790,7 +719,7 @@ int smcr_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int tim
 		if (arm(ep)) {
 			pthread_mutex_unlock(&ep->lock);
 			k = REAL(epoll_pwait)(epfd, events, maxevents,
-					      remaining(timeout_ms, deadline), sigmask);
+					      smcr_wait_remaining(timeout_ms, deadline), sigmask);
 			if (k < 0)
 				return k;
 			pthread_mutex_lock(&ep->lock);
@@ -800,286 +729,7 @@ int smcr_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int tim
 		pthread_mutex_unlock(&ep->lock);
 		if (n > 0)
 			return n;
-		if (asleep && remaining(timeout_ms, deadline) == 0 && timeout_ms > 0)
+		if (asleep && smcr_wait_remaining(timeout_ms, deadline) == 0 && timeout_ms > 0)
 			return 0;
 	}
-}
-
-/* ---- poll and select ---- */
-
-enum watch { W_PLAIN, W_DRIVE, W_SMC, W_NESTED };
-
-static enum watch watch_of(int fd)
-{
-	enum regime r = regime_of(fd);
-
-	if (r == REG_SMC || r == REG_RESET)
-		return W_SMC;
-	if (r == REG_NESTED)
-		return instance_has_members(fd) ? W_NESTED : W_PLAIN;
-	/* a TCP socket that is not connecting is the kernel's to tell */
-	if (r == REG_WATCH && smcr_fd_get(fd) != SMCR_FD_TCP)
-		return W_DRIVE;
-	return W_PLAIN;
-}
-
-static bool any_ours(const struct pollfd *fds, nfds_t nfds)
-{
-	for (nfds_t i = 0; i < nfds; i++)
-		if (fds[i].fd >= 0 && (smcr_fd_sock(fds[i].fd) || instance_has_members(fds[i].fd) ||
-				       smcr_fd_get(fds[i].fd) == SMCR_FD_TCP_CONNECTING))
-			return true;
-	return false;
-}
-
-/*
- * One look: the kernel's part (waiting up to timeout_ms) in k, our SMC
- * connections by themselves.  Returns the number of ready entries, or -1;
- * *moved when a connection changed how it is watched.
- */
-static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t *kinds,
-		     int timeout_ms, const sigset_t *sigmask, bool *moved)
-{
-	nfds_t nk = 0;
-	int ready = 0, rc;
-	struct timespec ts, *tsp = NULL;
-
-	for (nfds_t i = 0; i < nfds; i++) {
-		int fd = fds[i].fd;
-
-		kinds[i] = fd < 0 ? W_PLAIN : watch_of(fd);
-		switch (kinds[i]) {
-		case W_SMC:
-			k[nk++] = (struct pollfd){ .fd = smcr_sock_wake_fd(smcr_fd_sock(fd)),
-						   .events = POLLIN };
-			k[nk++] = (struct pollfd){ .fd = fd, .events = POLLRDHUP };
-			break;
-		case W_NESTED:
-			/* readable in the kernel when an armed connection of it has news */
-			k[nk++] = (struct pollfd){ .fd = fd, .events = POLLIN };
-			break;
-		case W_DRIVE:
-			/* connecting: done when writable; in the CLC exchange: a message came */
-			k[nk++] = (struct pollfd){
-				.fd = fd,
-				.events = smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING ? POLLOUT : POLLIN,
-			};
-			break;
-		default:
-			k[nk++] = fds[i];
-		}
-	}
-	if (timeout_ms >= 0) {
-		ts = (struct timespec){ timeout_ms / 1000, timeout_ms % 1000 * 1000000L };
-		tsp = &ts;
-	}
-	rc = REAL(ppoll)(k, nk, tsp, sigmask);
-	if (rc < 0)
-		return -1;
-	nk = 0;
-	for (nfds_t i = 0; i < nfds; i++) {
-		int fd = fds[i].fd;
-		struct smcr_sock *sk;
-
-		fds[i].revents = 0;
-		switch (kinds[i]) {
-		case W_SMC:
-			sk = smcr_fd_sock(fd);
-			if (k[nk + 1].revents & (POLLRDHUP | POLLHUP | POLLERR))
-				smcr_sock_tcp_ended(sk);
-			nk += 2;
-			fds[i].revents = (short)(smcr_sock_poll(sk) &
-						 ((unsigned short)fds[i].events | POLLERR | POLLHUP));
-			break;
-		case W_NESTED:
-			nk++;
-			fds[i].revents = nested_ready(fd) ? fds[i].events & (POLLIN | POLLRDNORM) : 0;
-			break;
-		case W_DRIVE:
-			if (k[nk].revents) {
-				drive(fd);
-				*moved |= watch_of(fd) != W_DRIVE;
-				/* a connect() that failed stays connecting: the kernel's word */
-				if (smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING)
-					fds[i].revents = k[nk].revents &
-							 (fds[i].events | POLLERR | POLLHUP);
-			}
-			nk++;
-			break;
-		default:
-			fds[i].revents = k[nk++].revents;
-		}
-		ready += fds[i].revents != 0;
-	}
-	return ready;
-}
-
-/* Spins, then arms, the SMC connections among fds: false if one moved meanwhile. */
-static bool poll_prepare_sleep(struct pollfd *fds, nfds_t nfds, uint32_t *since)
-{
-	static __thread struct smcr_spin spinning;
-	struct smcr_spin_how how = { 0 };
-	uint64_t budget, end;
-
-	for (nfds_t i = 0; i < nfds; i++) {
-		if (fds[i].fd >= 0 && watch_of(fds[i].fd) == W_SMC) {
-			since[i] = smcr_sock_events(smcr_fd_sock(fds[i].fd));
-			smcr_spin_join(&how, smcr_sock_spin_how(smcr_fd_sock(fds[i].fd)));
-		}
-	}
-	budget = smcr_spin_budget(&spinning, how);
-	if (budget) {
-		end = smc_clock_ns() + budget;
-		do {
-			for (nfds_t i = 0; i < nfds; i++) {
-				if (fds[i].fd < 0 || watch_of(fds[i].fd) != W_SMC)
-					continue;
-				smcr_sock_collect(smcr_fd_sock(fds[i].fd));
-				if (smcr_sock_events(smcr_fd_sock(fds[i].fd)) != since[i]) {
-					smcr_spin_done(&spinning, how, true);
-					return false;
-				}
-			}
-			smcr_cpu_relax();
-		} while (smc_clock_ns() < end);
-		smcr_spin_done(&spinning, how, false);
-	}
-	for (nfds_t i = 0; i < nfds; i++) {
-		/* nested_ready() arms an instance's connections */
-		if (fds[i].fd >= 0 && watch_of(fds[i].fd) == W_NESTED &&
-		    (fds[i].events & (POLLIN | POLLRDNORM)) && nested_ready(fds[i].fd))
-			return false;
-		if (fds[i].fd < 0 || watch_of(fds[i].fd) != W_SMC)
-			continue;
-		struct smcr_sock *sk = smcr_fd_sock(fds[i].fd);
-		/* taken before looking, as wait() wants it */
-		uint32_t now = smcr_sock_events(sk);
-
-		if ((smcr_sock_poll(sk) & ((unsigned short)fds[i].events | POLLERR | POLLHUP)) ||
-		    !smcr_sock_arm(sk, now, true))
-			return false;
-	}
-	return true;
-}
-
-int smcr_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms, const sigset_t *sigmask)
-{
-	struct pollfd small_k[32], *k = small_k;
-	uint32_t small_since[16], *since = small_since;
-	uint8_t small_kinds[16], *kinds = small_kinds;
-	int64_t deadline = deadline_of(timeout_ms);
-	int rc;
-
-	if (!any_ours(fds, nfds)) {
-		struct timespec ts = { timeout_ms / 1000, timeout_ms % 1000 * 1000000L };
-		return REAL(ppoll)(fds, nfds, timeout_ms < 0 ? NULL : &ts, sigmask);
-	}
-	if (nfds > 16) {
-		k = malloc(2 * nfds * sizeof(*k));
-		since = malloc(nfds * sizeof(*since));
-		kinds = malloc(nfds);
-		if (!k || !since || !kinds) {
-			rc = -1;
-			errno = ENOMEM;
-			goto out;
-		}
-	}
-	for (;;) {
-		bool moved = false;
-
-		rc = poll_once(fds, nfds, k, kinds, 0, sigmask, &moved);
-		if (rc != 0)
-			break;
-		if (moved)
-			continue;
-		if (remaining(timeout_ms, deadline) == 0)
-			break;
-		if (!poll_prepare_sleep(fds, nfds, since))
-			continue;
-		rc = poll_once(fds, nfds, k, kinds, remaining(timeout_ms, deadline), sigmask, &moved);
-		if (rc != 0 || (timeout_ms > 0 && remaining(timeout_ms, deadline) == 0))
-			break;
-	}
-out:
-	if (k != small_k) {
-		free(k);
-		free(since);
-		free(kinds);
-	}
-	return rc;
-}
-
-int smcr_select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
-		int timeout_ms, const sigset_t *sigmask)
-{
-	struct pollfd *fds;
-	nfds_t n = 0;
-	int rc, count = 0;
-
-	if (nfds < 0 || nfds > FD_SETSIZE) {
-		errno = EINVAL;
-		return -1;
-	}
-	fds = calloc((size_t)nfds + 1, sizeof(*fds));
-	if (!fds) {
-		errno = ENOMEM;
-		return -1;
-	}
-	for (int fd = 0; fd < nfds; fd++) {
-		short ev = (short)((readfds && FD_ISSET(fd, readfds) ? POLLIN : 0) |
-				   (writefds && FD_ISSET(fd, writefds) ? POLLOUT : 0) |
-				   (exceptfds && FD_ISSET(fd, exceptfds) ? POLLPRI : 0));
-		if (ev)
-			fds[n++] = (struct pollfd){ .fd = fd, .events = ev };
-	}
-	rc = smcr_poll(fds, n, timeout_ms, sigmask);
-	if (rc >= 0) {
-		for (nfds_t i = 0; i < n; i++) {
-			if (fds[i].revents & POLLNVAL) {
-				free(fds);
-				errno = EBADF;
-				return -1;
-			}
-		}
-		for (nfds_t i = 0; i < n; i++) {
-			int fd = fds[i].fd;
-			short r = fds[i].revents;
-			/* as the kernel's select: an error or hang-up reads as readable */
-			bool in = (r & (POLLIN | POLLHUP | POLLERR)) && (fds[i].events & POLLIN);
-			bool out = (r & (POLLOUT | POLLERR)) && (fds[i].events & POLLOUT);
-			bool pri = (r & POLLPRI) && (fds[i].events & POLLPRI);
-
-			if (readfds && FD_ISSET(fd, readfds) && !in)
-				FD_CLR(fd, readfds);
-			if (writefds && FD_ISSET(fd, writefds) && !out)
-				FD_CLR(fd, writefds);
-			if (exceptfds && FD_ISSET(fd, exceptfds) && !pri)
-				FD_CLR(fd, exceptfds);
-			count += in + out + pri;
-		}
-		rc = count;
-	}
-	free(fds);
-	return rc;
-}
-
-bool smcr_select_has_ours(int nfds, const fd_set *r, const fd_set *w, const fd_set *e)
-{
-	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++) {
-		if (!((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))))
-			continue;
-		if (smcr_fd_sock(fd) || instance_has_members(fd) ||
-		    smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING)
-			return true;
-	}
-	return false;
-}
-
-int smcr_timespec_ms(const struct timespec *ts)
-{
-	if (!ts)
-		return -1;
-	if (ts->tv_sec > 2000000)
-		return 2000000000;
-	return (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000);
 }

@@ -1,0 +1,295 @@
+/*
+ * poll.c - poll and select over SMC connections (readiness.h).
+ *
+ * poll and select keep nothing between calls: each call looks at the SMC
+ * connections among its descriptors, and sleeps on their wake and TCP
+ * descriptors in their place.  As in epoll.c, the arm comes after the
+ * look, with the events() number taken before it, so news in between
+ * fails the arm and no wakeup is lost.  A connection still connecting or
+ * in its CLC exchange is driven on when its TCP socket has news; an epoll
+ * instance with members of ours is ready when its own epoll_wait would
+ * report something, which epoll.c tells (its opening comment, nested
+ * instances).  select is poll over the descriptors in its sets.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "fdtable.h"
+#include "readiness.h"
+#include "readiness_priv.h"
+#include "real.h"
+#include "smc_sock.h"
+#include "smc_transport.h"
+#include "spin.h"
+
+enum watch { W_PLAIN, W_DRIVE, W_SMC, W_NESTED };
+
+static enum watch watch_of(int fd)
+{
+	enum regime r = smcr_regime_of(fd);
+
+	if (r == REG_SMC || r == REG_RESET)
+		return W_SMC;
+	if (r == REG_NESTED)
+		return smcr_epoll_has_members(fd) ? W_NESTED : W_PLAIN;
+	/* a TCP socket that is not connecting is the kernel's to tell */
+	if (r == REG_WATCH && smcr_fd_get(fd) != SMCR_FD_TCP)
+		return W_DRIVE;
+	return W_PLAIN;
+}
+
+static bool any_ours(const struct pollfd *fds, nfds_t nfds)
+{
+	for (nfds_t i = 0; i < nfds; i++)
+		if (fds[i].fd >= 0 &&
+		    (smcr_fd_sock(fds[i].fd) || smcr_epoll_has_members(fds[i].fd) ||
+		     smcr_fd_get(fds[i].fd) == SMCR_FD_TCP_CONNECTING))
+			return true;
+	return false;
+}
+
+/*
+ * One look: the kernel's part (waiting up to timeout_ms) in k, our SMC
+ * connections by themselves.  Returns the number of ready entries, or -1;
+ * *moved when a connection changed how it is watched.
+ */
+static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t *kinds,
+		     int timeout_ms, const sigset_t *sigmask, bool *moved)
+{
+	nfds_t nk = 0;
+	int ready = 0, rc;
+	struct timespec ts, *tsp = NULL;
+
+	for (nfds_t i = 0; i < nfds; i++) {
+		int fd = fds[i].fd;
+
+		kinds[i] = fd < 0 ? W_PLAIN : watch_of(fd);
+		switch (kinds[i]) {
+		case W_SMC:
+			k[nk++] = (struct pollfd){ .fd = smcr_sock_wake_fd(smcr_fd_sock(fd)),
+						   .events = POLLIN };
+			k[nk++] = (struct pollfd){ .fd = fd, .events = POLLRDHUP };
+			break;
+		case W_NESTED:
+			/* readable in the kernel when an armed connection of it has news */
+			k[nk++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+			break;
+		case W_DRIVE:
+			/* connecting: done when writable; in the CLC exchange: a message came */
+			k[nk++] = (struct pollfd){
+				.fd = fd,
+				.events = smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING ? POLLOUT : POLLIN,
+			};
+			break;
+		default:
+			k[nk++] = fds[i];
+		}
+	}
+	if (timeout_ms >= 0) {
+		ts = (struct timespec){ timeout_ms / 1000, timeout_ms % 1000 * 1000000L };
+		tsp = &ts;
+	}
+	rc = REAL(ppoll)(k, nk, tsp, sigmask);
+	if (rc < 0)
+		return -1;
+	nk = 0;
+	for (nfds_t i = 0; i < nfds; i++) {
+		int fd = fds[i].fd;
+		struct smcr_sock *sk;
+
+		fds[i].revents = 0;
+		switch (kinds[i]) {
+		case W_SMC:
+			sk = smcr_fd_sock(fd);
+			if (k[nk + 1].revents & (POLLRDHUP | POLLHUP | POLLERR))
+				smcr_sock_tcp_ended(sk);
+			nk += 2;
+			fds[i].revents = (short)(smcr_sock_poll(sk) &
+						 ((unsigned short)fds[i].events | POLLERR | POLLHUP));
+			break;
+		case W_NESTED:
+			nk++;
+			fds[i].revents = smcr_epoll_nested_ready(fd) ?
+						 fds[i].events & (POLLIN | POLLRDNORM) : 0;
+			break;
+		case W_DRIVE:
+			if (k[nk].revents) {
+				smcr_drive(fd);
+				*moved |= watch_of(fd) != W_DRIVE;
+				/* a connect() that failed stays connecting: the kernel's word */
+				if (smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING)
+					fds[i].revents = k[nk].revents &
+							 (fds[i].events | POLLERR | POLLHUP);
+			}
+			nk++;
+			break;
+		default:
+			fds[i].revents = k[nk++].revents;
+		}
+		ready += fds[i].revents != 0;
+	}
+	return ready;
+}
+
+/* Spins, then arms, the SMC connections among fds: false if one moved meanwhile. */
+static bool poll_prepare_sleep(struct pollfd *fds, nfds_t nfds, uint32_t *since)
+{
+	static __thread struct smcr_spin spinning;
+	struct smcr_spin_how how = { 0 };
+	uint64_t budget, end;
+
+	for (nfds_t i = 0; i < nfds; i++) {
+		if (fds[i].fd >= 0 && watch_of(fds[i].fd) == W_SMC) {
+			since[i] = smcr_sock_events(smcr_fd_sock(fds[i].fd));
+			smcr_spin_join(&how, smcr_sock_spin_how(smcr_fd_sock(fds[i].fd)));
+		}
+	}
+	budget = smcr_spin_budget(&spinning, how);
+	if (budget) {
+		end = smc_clock_ns() + budget;
+		do {
+			for (nfds_t i = 0; i < nfds; i++) {
+				if (fds[i].fd < 0 || watch_of(fds[i].fd) != W_SMC)
+					continue;
+				smcr_sock_collect(smcr_fd_sock(fds[i].fd));
+				if (smcr_sock_events(smcr_fd_sock(fds[i].fd)) != since[i]) {
+					smcr_spin_done(&spinning, how, true);
+					return false;
+				}
+			}
+			smcr_cpu_relax();
+		} while (smc_clock_ns() < end);
+		smcr_spin_done(&spinning, how, false);
+	}
+	for (nfds_t i = 0; i < nfds; i++) {
+		/* smcr_epoll_nested_ready() arms an instance's connections */
+		if (fds[i].fd >= 0 && watch_of(fds[i].fd) == W_NESTED &&
+		    (fds[i].events & (POLLIN | POLLRDNORM)) && smcr_epoll_nested_ready(fds[i].fd))
+			return false;
+		if (fds[i].fd < 0 || watch_of(fds[i].fd) != W_SMC)
+			continue;
+		struct smcr_sock *sk = smcr_fd_sock(fds[i].fd);
+		/* taken before looking, as wait() wants it */
+		uint32_t now = smcr_sock_events(sk);
+
+		if ((smcr_sock_poll(sk) & ((unsigned short)fds[i].events | POLLERR | POLLHUP)) ||
+		    !smcr_sock_arm(sk, now, true))
+			return false;
+	}
+	return true;
+}
+
+int smcr_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms, const sigset_t *sigmask)
+{
+	struct pollfd small_k[32], *k = small_k;
+	uint32_t small_since[16], *since = small_since;
+	uint8_t small_kinds[16], *kinds = small_kinds;
+	int64_t deadline = smcr_wait_deadline(timeout_ms);
+	int rc;
+
+	if (!any_ours(fds, nfds)) {
+		struct timespec ts = { timeout_ms / 1000, timeout_ms % 1000 * 1000000L };
+		return REAL(ppoll)(fds, nfds, timeout_ms < 0 ? NULL : &ts, sigmask);
+	}
+	if (nfds > 16) {
+		k = malloc(2 * nfds * sizeof(*k));
+		since = malloc(nfds * sizeof(*since));
+		kinds = malloc(nfds);
+		if (!k || !since || !kinds) {
+			rc = -1;
+			errno = ENOMEM;
+			goto out;
+		}
+	}
+	for (;;) {
+		bool moved = false;
+
+		rc = poll_once(fds, nfds, k, kinds, 0, sigmask, &moved);
+		if (rc != 0)
+			break;
+		if (moved)
+			continue;
+		if (smcr_wait_remaining(timeout_ms, deadline) == 0)
+			break;
+		if (!poll_prepare_sleep(fds, nfds, since))
+			continue;
+		rc = poll_once(fds, nfds, k, kinds, smcr_wait_remaining(timeout_ms, deadline),
+			       sigmask, &moved);
+		if (rc != 0 || (timeout_ms > 0 && smcr_wait_remaining(timeout_ms, deadline) == 0))
+			break;
+	}
+out:
+	if (k != small_k) {
+		free(k);
+		free(since);
+		free(kinds);
+	}
+	return rc;
+}
+
+int smcr_select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
+		int timeout_ms, const sigset_t *sigmask)
+{
+	struct pollfd *fds;
+	nfds_t n = 0;
+	int rc, count = 0;
+
+	if (nfds < 0 || nfds > FD_SETSIZE) {
+		errno = EINVAL;
+		return -1;
+	}
+	fds = calloc((size_t)nfds + 1, sizeof(*fds));
+	if (!fds) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (int fd = 0; fd < nfds; fd++) {
+		short ev = (short)((readfds && FD_ISSET(fd, readfds) ? POLLIN : 0) |
+				   (writefds && FD_ISSET(fd, writefds) ? POLLOUT : 0) |
+				   (exceptfds && FD_ISSET(fd, exceptfds) ? POLLPRI : 0));
+		if (ev)
+			fds[n++] = (struct pollfd){ .fd = fd, .events = ev };
+	}
+	rc = smcr_poll(fds, n, timeout_ms, sigmask);
+	if (rc >= 0) {
+		for (nfds_t i = 0; i < n; i++) {
+			if (fds[i].revents & POLLNVAL) {
+				free(fds);
+				errno = EBADF;
+				return -1;
+			}
+		}
+		for (nfds_t i = 0; i < n; i++) {
+			int fd = fds[i].fd;
+			short r = fds[i].revents;
+			/* as the kernel's select: an error or hang-up reads as readable */
+			bool in = (r & (POLLIN | POLLHUP | POLLERR)) && (fds[i].events & POLLIN);
+			bool out = (r & (POLLOUT | POLLERR)) && (fds[i].events & POLLOUT);
+			bool pri = (r & POLLPRI) && (fds[i].events & POLLPRI);
+
+			if (readfds && FD_ISSET(fd, readfds) && !in)
+				FD_CLR(fd, readfds);
+			if (writefds && FD_ISSET(fd, writefds) && !out)
+				FD_CLR(fd, writefds);
+			if (exceptfds && FD_ISSET(fd, exceptfds) && !pri)
+				FD_CLR(fd, exceptfds);
+			count += in + out + pri;
+		}
+		rc = count;
+	}
+	free(fds);
+	return rc;
+}
+
+bool smcr_select_has_ours(int nfds, const fd_set *r, const fd_set *w, const fd_set *e)
+{
+	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++) {
+		if (!((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))))
+			continue;
+		if (smcr_fd_sock(fd) || smcr_epoll_has_members(fd) ||
+		    smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING)
+			return true;
+	}
+	return false;
+}

@@ -1,0 +1,74 @@
+/*
+ * readiness_common.c - what epoll.c and poll.c share (readiness_priv.h):
+ * how a descriptor must be waited for, moving a connect() or CLC exchange
+ * on, and the deadline of a wait; and, for the interposed calls, a
+ * timespec timeout in milliseconds (readiness.h).
+ */
+#include "fdtable.h"
+#include "handshake.h"
+#include "readiness.h"
+#include "readiness_priv.h"
+#include "smc_sock.h"
+#include "smc_transport.h"
+
+enum regime smcr_regime_of(int fd)
+{
+	struct smcr_sock *sk = smcr_fd_sock(fd);
+
+	if (sk) {
+		switch (smcr_sock_phase(sk)) {
+		case SMCR_SOCK_SMC:
+			return REG_SMC;
+		case SMCR_SOCK_RESET:
+			return REG_RESET;
+		case SMCR_SOCK_TCP:
+			return REG_PLAIN;
+		default:
+			return REG_WATCH;
+		}
+	}
+	if (smcr_fd_epoll(fd))
+		return REG_NESTED;
+	switch (smcr_fd_get(fd)) {
+	case SMCR_FD_TCP:               /* may connect later */
+	case SMCR_FD_TCP_CONNECTING:
+		return REG_WATCH;
+	default:
+		return REG_PLAIN;
+	}
+}
+
+void smcr_drive(int fd)
+{
+	struct smcr_sock *sk;
+
+	if (smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING)
+		smcr_handshake_settle(fd);
+	sk = smcr_fd_sock(fd);
+	if (sk)
+		smcr_sock_settle(sk, fd, false);
+}
+
+int64_t smcr_wait_deadline(int timeout_ms)
+{
+	return timeout_ms > 0 ? (int64_t)smc_clock_ns() + (int64_t)timeout_ms * 1000000 : 0;
+}
+
+int smcr_wait_remaining(int timeout_ms, int64_t deadline)
+{
+	int64_t left;
+
+	if (timeout_ms <= 0)
+		return timeout_ms;
+	left = deadline - (int64_t)smc_clock_ns();
+	return left > 0 ? (int)((left + 999999) / 1000000) : 0;
+}
+
+int smcr_timespec_ms(const struct timespec *ts)
+{
+	if (!ts)
+		return -1;
+	if (ts->tv_sec > 2000000)
+		return 2000000000;
+	return (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000);
+}
