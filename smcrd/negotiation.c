@@ -37,20 +37,10 @@ struct smcr_negotiation {
 	struct bpf_object *obj;
 	struct bpf_link *link;
 	int policy_slot_fd;
-	int counters_fd;
 	uint32_t result_map_id;
 	int owned_fd;
 	uint32_t prog_id;
 	char cgroup[PATH_MAX];
-};
-
-static const char *const counter_names[SMCR_CNT_COUNT] = {
-	[SMCR_CNT_SYN_OPTION] = "syn_options",
-	[SMCR_CNT_SYNACK_ECHO] = "synack_echoes",
-	[SMCR_CNT_NO_SPACE] = "no_option_space",
-	[SMCR_CNT_SYNCOOKIE] = "syncookie_declines",
-	[SMCR_CNT_NEGOTIATED_CLIENT] = "negotiated_client",
-	[SMCR_CNT_NEGOTIATED_SERVER] = "negotiated_server",
 };
 
 /* libbpf's warnings (a refused program's verifier log among them), one log line each. */
@@ -236,10 +226,9 @@ static int load(struct smcr_negotiation *neg, char *err, size_t errlen)
 			    errno == EPERM ? "root needed: CAP_BPF and CAP_NET_ADMIN"
 					   : "see libbpf's messages");
 	neg->policy_slot_fd = bpf_object__find_map_fd_by_name(neg->obj, "smcr_policy");
-	neg->counters_fd = bpf_object__find_map_fd_by_name(neg->obj, "smcr_counters");
 	neg->owned_fd = bpf_object__find_map_fd_by_name(neg->obj, "smcr_owned");
 	results = bpf_object__find_map_by_name(neg->obj, "smcr_handshake");
-	if (neg->policy_slot_fd < 0 || neg->counters_fd < 0 || neg->owned_fd < 0 || !results)
+	if (neg->policy_slot_fd < 0 || neg->owned_fd < 0 || !results)
 		return fail(err, errlen, ENOENT, "the BPF object lacks one of its maps");
 	neg->result_map_id = map_id(bpf_map__fd(results));
 	return 0;
@@ -294,26 +283,6 @@ int smcr_negotiation_result_map_ro(const struct smcr_negotiation *neg)
 int smcr_negotiation_owned_map(const struct smcr_negotiation *neg)
 {
 	return fcntl(neg->owned_fd, F_DUPFD_CLOEXEC, 0);
-}
-
-void smcr_negotiation_counters(const struct smcr_negotiation *neg, uint64_t counts[SMCR_CNT_COUNT])
-{
-	int ncpus = libbpf_num_possible_cpus();
-	uint64_t *per_cpu = ncpus > 0 ? calloc((size_t)ncpus, sizeof(*per_cpu)) : NULL;
-
-	for (uint32_t i = 0; i < SMCR_CNT_COUNT; i++) {
-		counts[i] = 0;
-		if (!per_cpu || bpf_map_lookup_elem(neg->counters_fd, &i, per_cpu))
-			continue;
-		for (int cpu = 0; cpu < ncpus; cpu++)
-			counts[i] += per_cpu[cpu];
-	}
-	free(per_cpu);
-}
-
-const char *smcr_negotiation_counter_name(unsigned int i)
-{
-	return i < SMCR_CNT_COUNT ? counter_names[i] : NULL;
 }
 
 const char *smcr_negotiation_cgroup(const struct smcr_negotiation *neg)

@@ -45,12 +45,6 @@ int smcr_negotiation_result_map_ro(const struct smcr_negotiation *neg);
  */
 int smcr_negotiation_owned_map(const struct smcr_negotiation *neg);
 
-/* counts[SMCR_CNT_*]: the program's counters, summed over the CPUs (0 if unreadable). */
-void smcr_negotiation_counters(const struct smcr_negotiation *neg, uint64_t counts[SMCR_CNT_COUNT]);
-
-/* The name of counter i (enum smcr_sockops_counter) for status output. */
-const char *smcr_negotiation_counter_name(unsigned int i);
-
 /* The cgroup directory the program is attached to. */
 const char *smcr_negotiation_cgroup(const struct smcr_negotiation *neg);
 

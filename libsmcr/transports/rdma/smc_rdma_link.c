@@ -49,6 +49,12 @@ void smc_rdma_link_free(struct smc_rdma_link *link, bool destroy_id)
 	free(link);
 }
 
+/* The link failed or was torn down: every endpoint has been told. */
+static bool link_dead(const struct smc_rdma_link *link)
+{
+	return atomic_load(&link->state) == LINK_DEAD;
+}
+
 static int post_recv(struct smc_rdma_link *link, unsigned int slot)
 {
 	struct ibv_sge sge = {
@@ -259,11 +265,6 @@ int smc_rdma_on_idle(void)
 	return next == UINT64_MAX ? -1 : (int)next;
 }
 
-bool smc_rdma_link_dead(const struct smc_rdma_link *link)
-{
-	return atomic_load(&link->state) == LINK_DEAD;
-}
-
 void smc_rdma_link_info(const struct smc_rdma_link *link, struct smc_rdma_link_info *info)
 {
 	*info = link->info;
@@ -347,7 +348,7 @@ static void link_poll_locked(struct smc_rdma_link *link)
 				recvs++;
 				deliver(link, link->recv_buf + (size_t)slot * RECV_BUF_LEN,
 					wc[i].byte_len);
-				if (!smc_rdma_link_dead(link) && post_recv(link, slot))
+				if (!link_dead(link) && post_recv(link, slot))
 					smc_rdma_link_fail(link, "cannot repost a receive");
 			} else {
 				sends++;
@@ -409,7 +410,7 @@ static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr, unsigned int
 	if (smc_rdma_foreign(link->gen))
 		return -ECONNRESET;
 	pthread_mutex_lock(&link->lock);
-	while (!smc_rdma_link_dead(link) &&
+	while (!link_dead(link) &&
 	       link->posted - atomic_load(&link->completed) + n > link->send_slots) {
 		pthread_mutex_unlock(&link->lock);
 		if (!waited)
@@ -419,7 +420,7 @@ static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr, unsigned int
 		sched_yield();
 		pthread_mutex_lock(&link->lock);
 	}
-	if (smc_rdma_link_dead(link)) {
+	if (link_dead(link)) {
 		pthread_mutex_unlock(&link->lock);
 		return -ECONNRESET;
 	}
@@ -449,7 +450,7 @@ static int wait_completed(struct smc_rdma_link *link, uint64_t seq)
 	uint64_t end = smc_clock_ns() + (uint64_t)SMC_CLC_WAIT_SHORT_MS * 1000000;
 
 	while (atomic_load(&link->completed) < seq) {
-		if (smc_rdma_link_dead(link))
+		if (link_dead(link))
 			return -ECONNRESET;
 		if (smc_clock_ns() > end)
 			return -ETIMEDOUT;

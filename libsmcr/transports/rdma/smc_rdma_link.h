@@ -135,8 +135,6 @@ struct smc_rdma_link_info {
 };
 void smc_rdma_link_info(const struct smc_rdma_link *link, struct smc_rdma_link_info *info);
 
-/* The link failed or was torn down: every endpoint has been told. */
-bool smc_rdma_link_dead(const struct smc_rdma_link *link);
 
 /* An RDMA WRITE of len bytes from a registered buffer (lkey) into the peer's remote_addr/rkey. */
 struct smc_rdma_write {
