@@ -17,7 +17,7 @@ int smcr_sys_fd_aside(int fd)
 	int saved_errno = errno;
 	struct rlimit rl;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < 64) {
+	if (fd < 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < 64) {
 		errno = saved_errno;
 		return fd;
 	}

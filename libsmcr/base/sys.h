@@ -19,7 +19,7 @@
  * Moves fd (ours) to the lowest free number at or above half the soft
  * RLIMIT_NOFILE (at most 512 below a limit of 2048), close-on-exec; returns
  * the new number, or fd unchanged if it cannot move (a limit below 64, no
- * free number there).
+ * free number there) or is no descriptor (negative: an error passes through).
  */
 int smcr_sys_fd_aside(int fd);
 

@@ -140,10 +140,8 @@ static enum smcr_reason reason_of(int rc)
 static enum smcr_reason offer(struct smcr_sock *sk, int fd, int state_fd)
 {
 	uint64_t bytes = smc_shm_region_size(RMB_SIZE_CLASS);
-	int memfd = smcr_sys_memfd_sealed(bytes), efd = smcr_sys_eventfd(), rc;
+	int memfd = smcr_sys_memfd_sealed(bytes), efd = smcr_sys_fd_aside(smcr_sys_eventfd()), rc;
 
-	if (efd >= 0)
-		efd = smcr_sys_fd_aside(efd);
 	if (memfd < 0 || efd < 0) {
 		rc = memfd < 0 ? memfd : efd;
 		goto fail;
@@ -181,8 +179,7 @@ static int attach_peer(struct smcr_sock *sk, const struct smc_clc_accept_confirm
 {
 	int rc;
 
-	if (efd >= 0)
-		efd = smcr_sys_fd_aside(efd);
+	efd = smcr_sys_fd_aside(efd);
 	rc = sk->conn.ops->attach_peer(&sk->conn, peer, memfd, efd);
 	if (memfd >= 0)
 		REAL(close)(memfd);

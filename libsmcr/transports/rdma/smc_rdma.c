@@ -37,7 +37,6 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -46,6 +45,7 @@
 #include "smc_rdma_link.h"
 #include "smc_wake.h"
 #include "spin.h"
+#include "sys.h"
 
 /*
  * A wait's spin (SMCR_RDMA_SPIN_US overrides).  Longer than spin.h's 20 us:
@@ -186,8 +186,8 @@ static int rdma_create_rmb(struct smc_conn *conn, unsigned int size_class, int m
 	 * of failing after the client's Confirm (a reset).
 	 */
 	rc->staging = smc_rdma_staging_get(rc->local.dev, size_class);
-	rc->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	rc->sleep_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	rc->wake_fd = smcr_sys_fd_aside(smcr_sys_eventfd());
+	rc->sleep_fd = smcr_sys_fd_aside(smcr_sys_eventfd());
 	if (!rc->rmb || !rc->staging || rc->wake_fd < 0 || rc->sleep_fd < 0)
 		goto fail;
 	rc->size_class = size_class;

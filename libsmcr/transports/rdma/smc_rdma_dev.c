@@ -43,13 +43,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
 #include "log.h"
 #include "real.h"
 #include "smc_rdma_priv.h"
+#include "sys.h"
 
 struct smc_rdma_state smc_rdma = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -349,8 +349,8 @@ static int start(void)
 	raise_memlock();
 	smc_rdma.idle_ms = idle_ms();
 	smc_rdma.cm = IBV(rdma_create_event_channel)();
-	smc_rdma.epfd = REAL(epoll_create1)(EPOLL_CLOEXEC);
-	smc_rdma.ctl_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	smc_rdma.epfd = smcr_sys_fd_aside(REAL(epoll_create1)(EPOLL_CLOEXEC));
+	smc_rdma.ctl_fd = smcr_sys_fd_aside(smcr_sys_eventfd());
 	if (!smc_rdma.cm || smc_rdma.epfd < 0 || smc_rdma.ctl_fd < 0 ||
 	    nonblocking(smc_rdma.cm->fd) || watch(smc_rdma.cm->fd, &cm_src) ||
 	    watch(smc_rdma.ctl_fd, &ctl_src)) {
