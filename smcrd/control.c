@@ -97,6 +97,18 @@ static void offer_moved(void *ctx, uint64_t to, uint64_t bytes)
 	c->granted += bytes;
 }
 
+/* An offer ended: its bytes go back from the process that owns it (if one does). */
+static void offer_ended(void *ctx, uint64_t owner, uint64_t bytes)
+{
+	struct smcrd_control *ctl = ctx;
+	struct smcrd_client *o = owner ? client_by_id(ctl, owner) : NULL;
+
+	if (o) {
+		o->offered -= bytes;
+		give_back(ctl, o, bytes);
+	}
+}
+
 static void drop_client(struct smcrd_control *ctl, size_t i)
 {
 	struct smcrd_client *c = &ctl->clients[i];
@@ -106,6 +118,7 @@ static void drop_client(struct smcrd_control *ctl, size_t i)
 			  (int)c->pid, c->comm, (unsigned long long)c->granted);
 		smcrd_stats_exited(&ctl->stats, c->stats);
 	}
+	smcrd_shm_sweep(&ctl->shm, c->id, offer_ended, ctl);  /* it may have been the last holder */
 	smcrd_shm_drop_owner(&ctl->shm, c->id, offer_moved,
 			     &(struct charge_move){ .ctl = ctl, .from = c });
 	give_back(ctl, c, c->granted);
@@ -245,11 +258,22 @@ static bool reply(const struct smcrd_client *c, const void *msg, size_t len, con
 	return sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len;
 }
 
-/* Charges bytes to c, if max_memory allows; else says why in m. */
+static bool fits(const struct smcrd_control *ctl, uint64_t bytes, uint64_t limit)
+{
+	return bytes <= limit - ctl->used && ctl->used <= limit;
+}
+
+/*
+ * Charges bytes to c, if max_memory allows, once the offers whose last
+ * holder left without withdrawing them have ended; else says why in m.
+ */
 static bool grant(struct smcrd_control *ctl, struct smcrd_client *c, uint64_t bytes,
 		  uint64_t limit, struct smcr_control_msg *m)
 {
-	if (bytes > limit - ctl->used || ctl->used > limit) {
+	if (!fits(ctl, bytes, limit) && smcrd_shm_sweep(&ctl->shm, 0, offer_ended, ctl))
+		smcrd_log(LOG_INFO, "offers of closed sockets ended: %llu bytes in use",
+			  (unsigned long long)ctl->used);
+	if (!fits(ctl, bytes, limit)) {
 		m->result = -ENOMEM;
 		snprintf(m->text, sizeof(m->text), "max_memory reached: %llu of %llu bytes in use",
 			 (unsigned long long)ctl->used, (unsigned long long)limit);
@@ -321,12 +345,9 @@ static void resume(struct smcrd_control *ctl, struct smcrd_client *c,
 static void withdraw(struct smcrd_control *ctl, struct smcrd_client *c, uint64_t token, int sock)
 {
 	uint64_t owner = 0, bytes = smcrd_shm_withdraw(&ctl->shm, token, c->id, sock, &owner);
-	struct smcrd_client *o = bytes ? client_by_id(ctl, owner) : NULL;
 
-	if (o) {
-		o->offered -= bytes;
-		give_back(ctl, o, bytes);
-	}
+	if (bytes)
+		offer_ended(ctl, owner, bytes);
 }
 
 /* What a process's region says of it, for the status's process list. */

@@ -38,7 +38,7 @@
  * the owner may not.
  *
  * Resuming.  The offering end also leaves its connection state (a third
- * memfd, libsmcr/socket/smc_sock.c) with the offer, and any process that shows the
+ * memfd, libsmcr/socket/smc_sock_view.c) with the offer, and any process that shows the
  * offering socket itself (same socket cookie: it holds a descriptor of it,
  * passed over SCM_RIGHTS, or inherited across exec) gets back the state,
  * the buffer and the eventfd, with the other end's buffer and eventfd if
@@ -55,6 +55,13 @@
  * kernel is asked whether the socket is still open (sock_diag: a socket
  * with an inode has a file, in some process or in a message on its way to
  * one); if so the offer waits, owned by nobody, for a process to resume it.
+ *
+ * Sweeping.  The last process to hold a socket may exit without closing it
+ * (a fork server's child serves a connection and exits; its parent closed
+ * its copy at once), and then nobody withdraws the offer while its owner
+ * lives on.  So when a process goes, the offers it held are looked at, and
+ * those whose socket the kernel says is gone end, their grant returned to
+ * their owner; all offers are, before a grant is refused for max_memory.
  *
  * How much we hold.  Offers live in one array searched linearly: one entry
  * per shared-memory connection end on the host, touched at connection setup
@@ -493,6 +500,29 @@ static bool socket_open(const struct smcrd_shm_broker *b, const struct smcrd_shm
 	if (memcmp(c->local.addr, v4mapped, 12) == 0 && socket_open_as(c, AF_INET))
 		return true;
 	return socket_open_as(c, AF_INET6);
+}
+
+/* The kernel has no file for c's socket any more: no process, no message holds it. */
+static bool socket_gone(const struct smcrd_shm_broker *b, const struct smcrd_shm_conn *c)
+{
+	return b->netns && c->netns == b->netns && !socket_open(b, c);
+}
+
+size_t smcrd_shm_sweep(struct smcrd_shm_broker *b, uint64_t held_by,
+		       void (*ended)(void *ctx, uint64_t owner, uint64_t bytes), void *ctx)
+{
+	size_t swept = 0;
+
+	for (size_t i = b->n; i-- > 0;) {
+		struct smcrd_shm_offer *o = &b->offers[i];
+
+		if ((held_by && !holds(o, held_by)) || !socket_gone(b, &o->conn))
+			continue;
+		ended(ctx, o->owner, o->bytes);
+		forget(b, i);
+		swept++;
+	}
+	return swept;
 }
 
 void smcrd_shm_drop_owner(struct smcrd_shm_broker *b, uint64_t owner,

@@ -111,6 +111,15 @@ uint64_t smcrd_shm_withdraw(struct smcrd_shm_broker *b, uint64_t token, uint64_t
 			    int sock, uint64_t *owner);
 
 /*
+ * Ends the offers held or owned by held_by (0: every offer) whose socket
+ * the kernel says is gone, as its last holder exited without withdrawing
+ * them: ended(ctx, owner, bytes) for each (owner 0: nobody was charged).
+ * Returns how many ended.
+ */
+size_t smcrd_shm_sweep(struct smcrd_shm_broker *b, uint64_t held_by,
+		       void (*ended)(void *ctx, uint64_t owner, uint64_t bytes), void *ctx);
+
+/*
  * owner has gone: it holds none of the offers any more, and each offer it
  * owned passes to a process known to hold it (moved(ctx, to, bytes): the
  * grant moves with it), or, while the kernel says its socket is still open

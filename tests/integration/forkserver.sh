@@ -1,0 +1,38 @@
+#!/bin/bash
+# forkserver.sh BUILD_DIR - a fork-per-connection server gives its buffers
+# back while it runs.  `socat TCP-LISTEN:P,fork EXEC:cat` under the preload
+# accepts each connection in the listener, which closes its copy at once,
+# and serves it in a child that exits without closing it: nobody withdraws
+# the connection's buffer, so smcrd must see that its socket is gone.
+# max_memory (1 MiB) holds the buffers of one connection and not of two:
+# ROUNDS connections from a preloaded client, one after the other (the next
+# once the last one's child has gone), each echo byte-exact, must all go
+# over $SMCR_TEST_TRANSPORT with no fallback (without the sweep the second
+# fell back with MEM), and, with the listener still up, smcrd must count no
+# buffer memory in use at the end.
+. "$(dirname "$0")/lib.sh"
+need socat
+PORT=19411
+ROUNDS=12
+start_smcrd $PORT 1
+
+start_bg listener smcr socat "TCP-LISTEN:$PORT,reuseaddr,fork,bind=$TEST_ADDR" EXEC:cat
+listener=$LAST_PID
+wait_listen "$PORT" "$listener" || finish
+
+head -c 200000 /dev/urandom > "$WORK/in.bin"
+want=$(sha256sum < "$WORK/in.bin")
+no_children() { ! pgrep -P "$listener" > /dev/null; }
+for round in $(seq "$ROUNDS"); do
+	run_mode smcr timeout 20 socat -t5 - "TCP:$TEST_ADDR:$PORT" < "$WORK/in.bin" \
+		> "$WORK/out.bin" 2> "$WORK/client-$round.err"
+	expect_eq "round $round: client exit status" "$?" 0
+	got=$(sha256sum < "$WORK/out.bin")
+	[ "$got" = "$want" ] || fail "round $round: echo differs ($(stat -c %s "$WORK/out.bin") bytes)"
+	until_true no_children || fail "round $round: the listener's child did not exit"
+done
+pass "$ROUNDS echoes compared"
+on_transport "fork server" "$ROUNDS" $((ROUNDS * 200000))
+memory_back "buffer memory in use with the listener still up"
+kill -0 "$listener" 2> /dev/null || fail "the listener is gone"
+finish
