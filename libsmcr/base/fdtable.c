@@ -145,6 +145,8 @@ void smcr_fd_forget(int fd)
 	if (!slot)
 		return;
 	enum smcr_fd_state state = atomic_load_explicit(&slot->state, memory_order_relaxed);
+	if (state == SMCR_FD_OWN)
+		return;
 	/* epoll sets must let go of it before its connection goes (epoll.c) */
 	if ((smcr_fd_state_is_tcp(state) && state != SMCR_FD_TCP_LISTENER) ||
 	    atomic_load_explicit(&slot->epoll, memory_order_relaxed))
@@ -168,19 +170,35 @@ void smcr_fd_forget(int fd)
 	}
 }
 
+/* The first descriptor in [fd, last] that is not in a chunk never used; -1: none. */
+static int next_tracked(unsigned int fd, unsigned int last)
+{
+	for (; fd <= last; fd++) {
+		if ((fd & (SMCR_FD_CHUNK_SLOTS - 1)) != 0 ||
+		    atomic_load_explicit(&smcr_fd_chunks[fd >> SMCR_FD_CHUNK_BITS],
+					 memory_order_acquire))
+			return (int)fd;
+		fd += SMCR_FD_CHUNK_SLOTS - 1;      /* a chunk never used: nothing in it */
+	}
+	return -1;
+}
+
 void smcr_fd_forget_range(unsigned int first, unsigned int last)
 {
 	if (last >= SMCR_FD_MAX)
 		last = SMCR_FD_MAX - 1;
-	for (unsigned int fd = first; fd <= last; fd++) {
-		if ((fd & (SMCR_FD_CHUNK_SLOTS - 1)) == 0 &&
-		    !atomic_load_explicit(&smcr_fd_chunks[fd >> SMCR_FD_CHUNK_BITS],
-					  memory_order_acquire)) {
-			fd += SMCR_FD_CHUNK_SLOTS - 1;      /* skip a chunk never used */
-			continue;
-		}
-		smcr_fd_forget((int)fd);
-	}
+	for (int fd = next_tracked(first, last); fd >= 0; fd = next_tracked((unsigned int)fd + 1, last))
+		smcr_fd_forget(fd);
+}
+
+int smcr_fd_next_in(unsigned int first, unsigned int last, enum smcr_fd_state state)
+{
+	if (last >= SMCR_FD_MAX)
+		last = SMCR_FD_MAX - 1;
+	for (int fd = next_tracked(first, last); fd >= 0; fd = next_tracked((unsigned int)fd + 1, last))
+		if (smcr_fd_get(fd) == state)
+			return fd;
+	return -1;
 }
 
 void smcr_fd_copy(int oldfd, int newfd)

@@ -18,6 +18,8 @@
 enum smcr_fd_state {
 	SMCR_FD_UNKNOWN = 0,    /* never seen, or closed: classified on demand */
 	SMCR_FD_OTHER,          /* not a TCP socket: every call passes through */
+	SMCR_FD_OWN,            /* libsmcr's own (sys.h): the application's close,
+				   close_range and closefrom leave it open */
 	SMCR_FD_TCP,            /* a TCP socket, neither connecting nor listening */
 	SMCR_FD_TCP_LISTENER,   /* listen() succeeded */
 	SMCR_FD_TCP_CONNECTING, /* non-blocking connect() in progress */
@@ -138,12 +140,16 @@ void smcr_fd_set_reason(int fd, uint32_t reason);
  * The descriptor number was closed: forget what it was, and drop its
  * reference to a connection record, SMC connection or epoll instance
  * (smcr_conn_table_drop, smcr_sock_put, smcr_epoll_put: the connection is
- * closed if it was the last).  Never allocates.
+ * closed if it was the last).  Never allocates.  One of libsmcr's own
+ * (SMCR_FD_OWN) stays: only smcr_sys_close lets go of it.
  */
 void smcr_fd_forget(int fd);
 
 /* Same for every descriptor in [first, last]. */
 void smcr_fd_forget_range(unsigned int first, unsigned int last);
+
+/* The lowest descriptor in [first, last] that is in state, or -1. */
+int smcr_fd_next_in(unsigned int first, unsigned int last, enum smcr_fd_state state);
 
 /* newfd is now a duplicate of oldfd (dup, dup2, dup3, F_DUPFD): same state, reason, record, objects. */
 void smcr_fd_copy(int oldfd, int newfd);

@@ -8,7 +8,12 @@
  * eventfd) live in the process beside the application's.  They are moved
  * out of the application's way by one rule, smcr_sys_fd_aside: programs
  * that dup2() onto a number they expect free, or pick the lowest free
- * number, keep getting what they would get without libsmcr.
+ * number, keep getting what they would get without libsmcr.  And they are
+ * marked as ours in the descriptor table (SMCR_FD_OWN), so that a daemon
+ * that closes every descriptor it does not know (closefrom, close_range,
+ * a loop of close) leaves them open: libsmcr never finds one closed under
+ * it, nor uses a number the application got anew.  Only smcr_sys_close
+ * lets go of one.
  */
 #ifndef SMCR_SYS_H
 #define SMCR_SYS_H
@@ -17,11 +22,23 @@
 
 /*
  * Moves fd (ours) to the lowest free number at or above half the soft
- * RLIMIT_NOFILE (at most 512 below a limit of 2048), close-on-exec; returns
- * the new number, or fd unchanged if it cannot move (a limit below 64, no
- * free number there) or is no descriptor (negative: an error passes through).
+ * RLIMIT_NOFILE (at most 512 below a limit of 2048), close-on-exec, and
+ * marks it ours; returns the new number, or fd unchanged (and marked) if it
+ * cannot move (a limit below 64, no free number there), or unchanged if it
+ * is no descriptor (negative: an error passes through).
  */
 int smcr_sys_fd_aside(int fd);
+
+/* Closes fd (ours, or not yet marked), which is no longer ours. */
+void smcr_sys_close(int fd);
+
+/*
+ * The application's close_range and closefrom: every descriptor in the
+ * range but libsmcr's own.  As the C library's (close_range: 0 or -1 and
+ * errno; closefrom: nothing).
+ */
+int smcr_sys_close_range(unsigned int first, unsigned int last, int flags);
+void smcr_sys_closefrom(int lowfd);
 
 /* A new memfd of bytes, close-on-exec, sealed so that its size can never change. */
 int smcr_sys_memfd_sealed(uint64_t bytes);

@@ -27,6 +27,7 @@
 #include "real.h"
 #include "smc_sock.h"
 #include "stats.h"
+#include "sys.h"
 
 static bool tcp_socket_args(int domain, int type, int protocol)
 {
@@ -174,31 +175,36 @@ int shutdown(int fd, int how)
 	return REAL(shutdown)(fd, how);
 }
 
+/*
+ * libsmcr's own descriptors are not the application's to close: to it they
+ * are not open (EBADF), and they stay open for us (base/sys.h).
+ */
 int close(int fd)
 {
+	if (smcr_fd_get(fd) == SMCR_FD_OWN) {
+		errno = EBADF;
+		return -1;
+	}
 	/* Forget first: the number is free for other threads once the kernel has it. */
 	smcr_fd_forget(fd);
-	smcr_control_fd_closing(fd);
 	return REAL(close)(fd);
 }
 
 int close_range(unsigned int first, unsigned int last, int flags)
 {
+	if (flags & CLOSE_RANGE_CLOEXEC)
+		return REAL(close_range)(first, last, flags);
 	/* Before: once closed, the numbers are free for other threads' new sockets. */
-	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last) {
+	if (first <= last)
 		smcr_fd_forget_range(first, last);
-		smcr_control_fds_closing(first, last);
-	}
-	return REAL(close_range)(first, last, flags);
+	return smcr_sys_close_range(first, last, flags);
 }
 
 void closefrom(int lowfd)
 {
-	if (lowfd >= 0) {
+	if (lowfd >= 0)
 		smcr_fd_forget_range((unsigned int)lowfd, ~0u);
-		smcr_control_fds_closing((unsigned int)lowfd, ~0u);
-	}
-	REAL(closefrom)(lowfd);
+	smcr_sys_closefrom(lowfd);
 }
 
 int dup(int oldfd)
@@ -210,9 +216,14 @@ int dup(int oldfd)
 	return fd;
 }
 
-/* newfd now names a copy of oldfd: if it was one of ours, it is ours no more. */
+/*
+ * newfd now names a copy of oldfd: if it was one of ours, it is ours no
+ * more (smcrd's socket and maps are given up; a connection's eventfd is
+ * not yet moved out of the way: a known gap).
+ */
 static void duplicated(int oldfd, int newfd)
 {
+	smcr_fd_claim(newfd, SMCR_FD_OWN, SMCR_FD_UNKNOWN);
 	smcr_control_fd_closing(newfd);
 	smcr_fd_copy(oldfd, newfd);
 }

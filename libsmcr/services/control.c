@@ -67,8 +67,7 @@ static time_t now_coarse(void)
 
 static void close_ours(_Atomic int *fd)
 {
-	if (*fd >= 0)
-		REAL(close)(*fd);
+	smcr_sys_close(*fd);
 	*fd = -1;
 }
 
@@ -281,34 +280,22 @@ void smcr_control_release(uint64_t bytes)
 	smcr_control_notify(&m, NULL, 0);
 }
 
-static bool in_range(int fd, unsigned int first, unsigned int last)
+void smcr_control_fd_closing(int fd)
 {
-	return fd >= 0 && (unsigned int)fd >= first && (unsigned int)fd <= last;
-}
-
-void smcr_control_fds_closing(unsigned int first, unsigned int last)
-{
-	if (!in_range(ctl_fd, first, last) && !in_range(result_fd, first, last) &&
-	    !in_range(owned_fd, first, last))
+	if (fd < 0 || (fd != ctl_fd && fd != result_fd && fd != owned_fd))
 		return;
-	/* The application reclaims a number we hold: it wins, we re-register later. */
+	/* The application took a number we held: it wins, we re-register later. */
 	int saved_errno = errno;
 	if (!lock_here())
-		return;                 /* a handler closing our descriptor mid-request: rare */
+		return;                 /* a handler replacing our descriptor mid-request: rare */
 	_Atomic int *ours[] = { &ctl_fd, &result_fd, &owned_fd };
 	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
-		if (in_range(*ours[i], first, last))
-			*ours[i] = -1;          /* the application's close() closes it */
+		if (*ours[i] == fd)
+			*ours[i] = -1;          /* the number is the application's now */
 	disconnect_locked();
 	next_attempt = 0;
 	unlock_here();
 	errno = saved_errno;
-}
-
-void smcr_control_fd_closing(int fd)
-{
-	if (fd >= 0)
-		smcr_control_fds_closing((unsigned int)fd, (unsigned int)fd);
 }
 
 void smcr_control_fork_prepare(void)

@@ -60,11 +60,12 @@ int smcr_control_request(struct smcr_control_msg *m, const int *out, size_t nout
  */
 void smcr_control_notify(struct smcr_control_msg *m, const int *out, size_t nout);
 
-/* The application is closing (or replacing) fd: let go of it if it is ours. */
+/*
+ * The application replaced fd (dup2, dup3 onto it): if it was ours, it is
+ * gone; we register again later.  (Its close, close_range and closefrom
+ * leave ours open: base/sys.h.)
+ */
 void smcr_control_fd_closing(int fd);
-
-/* Same for every descriptor in [first, last]. */
-void smcr_control_fds_closing(unsigned int first, unsigned int last);
 
 /*
  * fork(): the control socket's lock is held across it; a child drops the

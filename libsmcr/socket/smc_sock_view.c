@@ -163,8 +163,7 @@ static enum smcr_reason offer(struct smcr_sock *sk, int fd, int state_fd)
 fail:
 	if (memfd >= 0)
 		REAL(close)(memfd);
-	if (efd >= 0)
-		REAL(close)(efd);
+	smcr_sys_close(efd);
 	smcr_log(SMCR_LOG_WARN, "fd %d: no buffer for SMC: %s", fd, strerror(-rc));
 	return reason_of(rc);
 }
@@ -183,8 +182,8 @@ static int attach_peer(struct smcr_sock *sk, const struct smc_clc_accept_confirm
 	rc = sk->conn.ops->attach_peer(&sk->conn, peer, memfd, efd);
 	if (memfd >= 0)
 		REAL(close)(memfd);
-	if (rc && efd >= 0)
-		REAL(close)(efd);
+	if (rc)
+		smcr_sys_close(efd);
 	sk->attached = rc == 0;
 	return rc;
 }
@@ -437,8 +436,8 @@ static int view_transport(struct smcr_sock *sk, int fd, const int *fds, int n)
 		release_view(sk);
 	sk->attached = false;
 	rc = efd < 0 ? -errno : sk->conn.ops->map_rmb(&sk->conn, fds[1], efd);
-	if (rc && efd >= 0)
-		REAL(close)(efd);
+	if (rc)
+		smcr_sys_close(efd);
 	if (!rc && phase_of(sk) == SMCR_SOCK_SMC)
 		rc = n == 5 ? attach_peer(sk, &peer, REAL(dup)(fds[3]), REAL(dup)(fds[4])) : -ENOENT;
 	sk->conn.sock = fd;

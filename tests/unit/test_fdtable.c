@@ -1,12 +1,15 @@
 /* Unit tests of the per-descriptor table (libsmcr/base/fdtable.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "fdtable.h"
+#include "sys.h"
 
 static int reset(void **state)
 {
@@ -129,6 +132,60 @@ static void concurrent_first_use(void **state)
 	}
 }
 
+/* libsmcr's own descriptors outlive the application's closes; next_in finds them. */
+static void own_descriptors_stay(void **state)
+{
+	const int far = (int)SMCR_FD_CHUNK_SLOTS * 5 + 3;
+
+	(void)state;
+	smcr_fd_set(512, SMCR_FD_OWN);
+	smcr_fd_set(far, SMCR_FD_OWN);
+	smcr_fd_set(600, SMCR_FD_TCP);
+	smcr_fd_forget(512);
+	smcr_fd_forget_range(3, ~0u);
+	assert_int_equal(smcr_fd_get(512), SMCR_FD_OWN);
+	assert_int_equal(smcr_fd_get(far), SMCR_FD_OWN);
+	assert_int_equal(smcr_fd_get(600), SMCR_FD_UNKNOWN);
+	assert_int_equal(smcr_fd_next_in(3, ~0u, SMCR_FD_OWN), 512);
+	assert_int_equal(smcr_fd_next_in(513, ~0u, SMCR_FD_OWN), far);
+	assert_int_equal(smcr_fd_next_in((unsigned int)far + 1, ~0u, SMCR_FD_OWN), -1);
+	assert_int_equal(smcr_fd_next_in(3, 511, SMCR_FD_OWN), -1);
+	assert_true(smcr_fd_claim(512, SMCR_FD_OWN, SMCR_FD_UNKNOWN));
+	assert_true(smcr_fd_claim(far, SMCR_FD_OWN, SMCR_FD_UNKNOWN));
+}
+
+static bool is_open(int fd)
+{
+	return fcntl(fd, F_GETFD) >= 0;
+}
+
+/* The application's close_range and closefrom close all but ours, around them. */
+static void range_closes_spare_own(void **state)
+{
+	int null = open("/dev/null", O_RDONLY);
+
+	(void)state;
+	assert_true(null >= 0);
+	for (int fd = 40; fd <= 47; fd++)
+		assert_int_equal(dup2(null, fd), fd);
+	smcr_fd_set(40, SMCR_FD_OWN);
+	smcr_fd_set(43, SMCR_FD_OWN);
+	smcr_fd_set(47, SMCR_FD_OWN);
+	assert_int_equal(smcr_sys_close_range(40, 44, 0), 0);
+	for (int fd = 40; fd <= 44; fd++)
+		assert_int_equal(is_open(fd), fd == 40 || fd == 43);
+	smcr_sys_closefrom(45);
+	assert_false(is_open(45));
+	assert_false(is_open(46));
+	assert_true(is_open(47));
+	smcr_sys_close(40);
+	smcr_sys_close(43);
+	smcr_sys_close(47);
+	assert_false(is_open(40) || is_open(43) || is_open(47));
+	assert_int_equal(smcr_fd_get(43), SMCR_FD_UNKNOWN);
+	close(null);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -139,6 +196,8 @@ int main(void)
 		cmocka_unit_test_setup(forget_and_copy, reset),
 		cmocka_unit_test_setup(forget_range, reset),
 		cmocka_unit_test_setup(concurrent_first_use, reset),
+		cmocka_unit_test_setup(own_descriptors_stay, reset),
+		cmocka_unit_test_setup(range_closes_spare_own, reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -203,10 +203,8 @@ fail:
 		smc_rdma_buf_put(rc->rmb);
 	if (rc->staging)
 		smc_rdma_buf_put(rc->staging);
-	if (rc->wake_fd >= 0)
-		REAL(close)(rc->wake_fd);
-	if (rc->sleep_fd >= 0)
-		REAL(close)(rc->sleep_fd);
+	smcr_sys_close(rc->wake_fd);
+	smcr_sys_close(rc->sleep_fd);
 	free(rc);
 	return err;
 }
@@ -577,8 +575,8 @@ static void rdma_release(struct smc_conn *conn)
 	}
 	smc_rdma_buf_put(rc->staging);
 	smc_rdma_buf_put(rc->rmb);
-	REAL(close)(rc->wake_fd);
-	REAL(close)(rc->sleep_fd);
+	smcr_sys_close(rc->wake_fd);
+	smcr_sys_close(rc->sleep_fd);
 	pthread_mutex_destroy(&rc->mbox_lock);
 	free(rc);
 	conn->priv = NULL;

@@ -268,12 +268,6 @@ void smc_rdma_fork_parent(void)
 	pthread_mutex_unlock(&start_lock);
 }
 
-static void close_copy(int fd)
-{
-	if (fd >= 0)
-		REAL(close)(fd);
-}
-
 /* In the child: the parent's link, and the child's views of its connections, are down. */
 static void forget(struct smc_rdma_link *link)
 {
@@ -297,13 +291,13 @@ void smc_rdma_fork_child(void)
 	free(held);
 	held = NULL;
 	if (started && !start_err) {
-		close_copy(smc_rdma.epfd);
-		close_copy(smc_rdma.ctl_fd);
-		close_copy(smc_rdma.cm->fd);
+		smcr_sys_close(smc_rdma.epfd);
+		smcr_sys_close(smc_rdma.ctl_fd);
+		smcr_sys_close(smc_rdma.cm->fd);
 		for (struct rdma_dev *dev = smc_rdma.devs; dev; dev = dev->next) {
-			close_copy(dev->chan->fd);
-			close_copy(dev->verbs->async_fd);
-			close_copy(dev->verbs->cmd_fd);
+			smcr_sys_close(dev->chan->fd);
+			smcr_sys_close(dev->verbs->async_fd);
+			smcr_sys_close(dev->verbs->cmd_fd);
 		}
 	}
 	smc_rdma.cm = NULL;

@@ -86,6 +86,7 @@
 #include "smc_shm.h"
 #include "smc_wake.h"
 #include "spin.h"
+#include "sys.h"
 
 #define SHM_MAGIC	0x534d435253484d31ull	/* "SMCRSHM1" */
 #define SHM_LINE	128			/* a cache line pair */
@@ -391,9 +392,8 @@ static void shm_release(struct smc_conn *conn)
 
 	if (shm->peer_ctl)
 		munmap(shm->peer_ctl, shm->peer_len);
-	if (shm->peer_wake_fd >= 0)
-		REAL(close)(shm->peer_wake_fd);
-	REAL(close)(shm->wake_fd);
+	smcr_sys_close(shm->peer_wake_fd);
+	smcr_sys_close(shm->wake_fd);
 	munmap(shm->ctl, shm->len);
 	free(shm);
 	conn->priv = NULL;
