@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "control.h"
@@ -32,6 +33,16 @@
 #include "smcrd_log.h"
 
 #define PEAK_SAMPLE_MS 1000     /* how often the open connections are counted, while any are */
+#define RECHECK_MS 50           /* how often, and ... */
+#define RECHECK_ROUNDS 10       /* ... how many times the broker's suspects are looked at */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 int smcrd_control_open(struct smcrd_control *ctl)
 {
@@ -118,7 +129,11 @@ static void drop_client(struct smcrd_control *ctl, size_t i)
 			  (int)c->pid, c->comm, (unsigned long long)c->granted);
 		smcrd_stats_exited(&ctl->stats, c->stats);
 	}
-	smcrd_shm_sweep(&ctl->shm, c->id, offer_ended, ctl);  /* it may have been the last holder */
+	/* it may have been the last holder: its socket is gone now, or very soon */
+	if (smcrd_shm_sweep(&ctl->shm, c->id, offer_ended, ctl)) {
+		ctl->recheck_rounds = RECHECK_ROUNDS;
+		ctl->recheck_at_ms = now_ms() + RECHECK_MS;
+	}
 	smcrd_shm_drop_owner(&ctl->shm, c->id, offer_moved,
 			     &(struct charge_move){ .ctl = ctl, .from = c });
 	give_back(ctl, c, c->granted);
@@ -210,8 +225,25 @@ int smcrd_control_timeout(const struct smcrd_control *ctl)
 {
 	if (ctl->spare_fd < 0)
 		return 100;             /* ms: then try to take the spare back */
+	if (ctl->recheck_rounds) {
+		uint64_t now = now_ms();
+		return ctl->recheck_at_ms > now ? (int)(ctl->recheck_at_ms - now) : 0;
+	}
 	/* connections open: look at their number now and then, for the peak */
 	return sum_live(ctl, NULL) ? PEAK_SAMPLE_MS : -1;
+}
+
+/* When due, looks again at the offers whose holder left while their socket stood. */
+static void recheck_suspects(struct smcrd_control *ctl)
+{
+	if (!ctl->recheck_rounds || now_ms() < ctl->recheck_at_ms)
+		return;
+	if (!smcrd_shm_sweep_suspects(&ctl->shm, offer_ended, ctl) || --ctl->recheck_rounds == 0) {
+		smcrd_shm_clear_suspects(&ctl->shm);    /* held on elsewhere: a refused grant looks */
+		ctl->recheck_rounds = 0;
+		return;
+	}
+	ctl->recheck_at_ms = now_ms() + RECHECK_MS;
 }
 
 static void accept_clients(struct smcrd_control *ctl)
@@ -624,6 +656,7 @@ void smcrd_control_serve(struct smcrd_control *ctl, const struct pollfd *pfd, st
 	}
 	if (pfd[0].revents & POLLIN)
 		accept_clients(ctl);
+	recheck_suspects(ctl);
 	/* At every request: grants come with connections, so peaks are seen near enough. */
 	smcrd_stats_sample(&ctl->stats, sum_live(ctl, NULL));
 }

@@ -42,6 +42,8 @@ struct smcrd_control {
 	uint64_t peak_used;             /* most of it at once, since start or reset */
 	uint64_t next_id;
 	struct smcrd_shm_broker shm;
+	unsigned int recheck_rounds;    /* looks left at the broker's suspects (0: none due) */
+	uint64_t recheck_at_ms;         /* CLOCK_MONOTONIC: the next */
 	struct smcrd_stats_agg stats;
 };
 

@@ -62,6 +62,10 @@
  * lives on.  So when a process goes, the offers it held are looked at, and
  * those whose socket the kernel says is gone end, their grant returned to
  * their owner; all offers are, before a grant is refused for max_memory.
+ * An exiting process's files are released after its descriptors are
+ * closed, in an order of the kernel's, so smcrd may see it go while its
+ * copy of the socket still stands: such offers are suspects, looked at
+ * again a few times shortly after (control.c).
  *
  * How much we hold.  Offers live in one array searched linearly: one entry
  * per shared-memory connection end on the host, touched at connection setup
@@ -508,21 +512,49 @@ static bool socket_gone(const struct smcrd_shm_broker *b, const struct smcrd_shm
 	return b->netns && c->netns == b->netns && !socket_open(b, c);
 }
 
-size_t smcrd_shm_sweep(struct smcrd_shm_broker *b, uint64_t held_by,
-		       void (*ended)(void *ctx, uint64_t owner, uint64_t bytes), void *ctx)
+/* Ends offer i if its socket is gone: true if it did. */
+static bool end_if_gone(struct smcrd_shm_broker *b, size_t i, smcrd_shm_ended_fn *ended,
+			void *ctx)
 {
-	size_t swept = 0;
+	struct smcrd_shm_offer *o = &b->offers[i];
+
+	if (!socket_gone(b, &o->conn))
+		return false;
+	ended(ctx, o->owner, o->bytes);
+	forget(b, i);
+	return true;
+}
+
+size_t smcrd_shm_sweep(struct smcrd_shm_broker *b, uint64_t held_by,
+		       smcrd_shm_ended_fn *ended, void *ctx)
+{
+	size_t counted = 0;
 
 	for (size_t i = b->n; i-- > 0;) {
-		struct smcrd_shm_offer *o = &b->offers[i];
-
-		if ((held_by && !holds(o, held_by)) || !socket_gone(b, &o->conn))
+		if (held_by && !holds(&b->offers[i], held_by))
 			continue;
-		ended(ctx, o->owner, o->bytes);
-		forget(b, i);
-		swept++;
+		if (end_if_gone(b, i, ended, ctx))
+			counted += !held_by;
+		else if (held_by)
+			counted += b->offers[i].suspect = true;
 	}
-	return swept;
+	return counted;
+}
+
+size_t smcrd_shm_sweep_suspects(struct smcrd_shm_broker *b, smcrd_shm_ended_fn *ended, void *ctx)
+{
+	size_t left = 0;
+
+	for (size_t i = b->n; i-- > 0;)
+		if (b->offers[i].suspect && !end_if_gone(b, i, ended, ctx))
+			left++;
+	return left;
+}
+
+void smcrd_shm_clear_suspects(struct smcrd_shm_broker *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		b->offers[i].suspect = false;
 }
 
 void smcrd_shm_drop_owner(struct smcrd_shm_broker *b, uint64_t owner,

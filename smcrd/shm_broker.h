@@ -44,6 +44,7 @@ struct smcrd_shm_offer {
 	int efd;                        /* the owner's eventfd */
 	int statefd;                    /* the owner's connection state */
 	bool attached;                  /* the peer has attached */
+	bool suspect;                   /* a holder left while its socket was still open */
 	uint64_t holders[SMCRD_SHM_HOLDERS];    /* other processes holding the socket
 						   (0: a free place), to own it next */
 };
@@ -110,14 +111,24 @@ void smcrd_shm_share(struct smcrd_shm_broker *b, uint64_t parent, uint64_t child
 uint64_t smcrd_shm_withdraw(struct smcrd_shm_broker *b, uint64_t token, uint64_t asker,
 			    int sock, uint64_t *owner);
 
+/* Told of each offer a sweep ends: its bytes go back from owner (0: nobody was charged). */
+typedef void smcrd_shm_ended_fn(void *ctx, uint64_t owner, uint64_t bytes);
+
 /*
  * Ends the offers held or owned by held_by (0: every offer) whose socket
  * the kernel says is gone, as its last holder exited without withdrawing
- * them: ended(ctx, owner, bytes) for each (owner 0: nobody was charged).
- * Returns how many ended.
+ * them.  Those of held_by whose socket is still open become suspects: a
+ * process's files may be released just after smcrd sees it go.  Returns
+ * how many ended (held_by 0) or became suspects.
  */
 size_t smcrd_shm_sweep(struct smcrd_shm_broker *b, uint64_t held_by,
-		       void (*ended)(void *ctx, uint64_t owner, uint64_t bytes), void *ctx);
+		       smcrd_shm_ended_fn *ended, void *ctx);
+
+/* The same for the suspects only; returns how many are left. */
+size_t smcrd_shm_sweep_suspects(struct smcrd_shm_broker *b, smcrd_shm_ended_fn *ended, void *ctx);
+
+/* Stops suspecting every offer (the sweep before a refused grant still looks). */
+void smcrd_shm_clear_suspects(struct smcrd_shm_broker *b);
 
 /*
  * owner has gone: it holds none of the offers any more, and each offer it
