@@ -908,6 +908,8 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	smcr_log_init();	/* SMCR_LOG=debug shows every post and completion */
+	/* the transport's fork steps, which libsmcr.so runs from shim/fork.c */
+	pthread_atfork(smc_rdma_fork_prepare, smc_rdma_fork_parent, smc_rdma_fork_child);
 	if (getenv("RDMA_PEER_SEND_SLOTS"))	/* a link's send-queue depth */
 		smc_rdma_set_slots((unsigned int)atoi(getenv("RDMA_PEER_SEND_SLOTS")), 0);
 	if (getenv("RDMA_PEER_FIGURE_CLASS"))	/* the figures' RMB size class, 0-5 */
