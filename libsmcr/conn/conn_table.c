@@ -237,7 +237,7 @@ void smcr_conn_table_smc_taken(struct smc_conn *conn, unsigned int rmb_class)
 		return;
 	atomic_store_explicit(&r->transport, t, RELAXED);
 	atomic_store_explicit(&r->rmb_class, rmb_class, RELAXED);
-	atomic_store_explicit(&r->peer_rmb_size, conn->st->peer_rmb_size, RELAXED);
+	atomic_store_explicit(&r->peer_rmb_size, conn->peer_rmb_size, RELAXED);
 	publish(conn);
 	atomic_store_explicit(&r->mode, SMCR_CONN_SMC, memory_order_release);
 }

@@ -61,7 +61,7 @@ int smc_conn_cdc_send(struct smc_conn *conn)
 int smc_conn_consumer_update(struct smc_conn *conn, bool force)
 {
 	struct smc_cdc_rx_view view = {
-		.rmb_size = conn->st->rmb_size,
+		.rmb_size = conn->rmb_size,
 		.cons = conn->st->rx_cons,
 		.confirmed = conn->st->rx_confirmed,
 		.peer_prod = conn->st->rx_prod,
@@ -115,8 +115,10 @@ void smc_conn_abort(struct smc_conn *conn)
  */
 static void urg_mark(struct smc_conn *conn, struct smc_cursor mark)
 {
-	uint32_t at = mark.count ? mark.count - 1 : conn->st->rmb_size - 1;
+	uint32_t at = mark.count ? mark.count - 1 : conn->rmb_size - 1;
 
+	if (at >= conn->rmb_size)
+		return;         /* cdc_apply checked the mark against our size: unset, none is ours */
 	if (conn->st->rx_urg_state != SMC_URG_NONE && smc_cursor_equal(mark, conn->st->rx_urg_mark))
 		return;
 	if (!smc_cursor_newer(conn->st->rx_cons, mark))
@@ -132,12 +134,12 @@ static void urg_mark(struct smc_conn *conn, struct smc_cursor mark)
 static bool cdc_apply(struct smc_conn *conn, const struct smc_cdc *cdc)
 {
 	/* the peer may fill the ring up to the consumer cursor we told it */
-	struct smc_cursor prod_limit = smc_cursor_add(conn->st->rx_confirmed, conn->st->rmb_size,
-						      conn->st->rmb_size);
+	struct smc_cursor prod_limit = smc_cursor_add(conn->st->rx_confirmed, conn->rmb_size,
+						      conn->rmb_size);
 	enum smc_cursor_update prod, cons;
 
 	if (cdc->token != conn->st->token ||
-	    !smc_cdc_valid_for(cdc, conn->st->rmb_size, conn->st->peer_rmb_size))
+	    !smc_cdc_valid_for(cdc, conn->rmb_size, conn->peer_rmb_size))
 		return false;
 	prod = smc_cursor_check_update(conn->st->rx_prod, cdc->prod, prod_limit);
 	cons = smc_cursor_check_update(conn->st->tx_fin, cdc->cons, conn->st->tx_sent);
@@ -145,8 +147,8 @@ static bool cdc_apply(struct smc_conn *conn, const struct smc_cdc *cdc)
 		return false;
 	if (prod == SMC_CURSOR_ADVANCE) {
 		conn->st->rx_prod = cdc->prod;
-		conn->traffic.rmb_full += smc_ring_readable(conn->st->rmb_size, conn->st->rx_cons,
-							    conn->st->rx_prod) == conn->st->rmb_size;
+		conn->traffic.rmb_full += smc_ring_readable(conn->rmb_size, conn->st->rx_cons,
+							    conn->st->rx_prod) == conn->rmb_size;
 	}
 	if (cons == SMC_CURSOR_ADVANCE)
 		conn->st->tx_fin = cdc->cons;

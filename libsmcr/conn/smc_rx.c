@@ -34,7 +34,7 @@ struct rx_pos {
 static size_t rx_take(struct smc_conn *conn, struct rx_pos *pos, struct smc_iov_iter *it,
 		      size_t max, int flags, bool copied, bool *at_mark)
 {
-	uint32_t size = conn->st->rmb_size;
+	uint32_t size = conn->rmb_size;
 	uint32_t avail = smc_ring_readable(size, pos->at, conn->st->rx_prod);
 	struct smc_ring_chunk chunk[2];
 	unsigned int chunks;
@@ -60,6 +60,11 @@ static size_t rx_take(struct smc_conn *conn, struct rx_pos *pos, struct smc_iov_
 	for (unsigned int i = 0; i < chunks && !(flags & MSG_TRUNC); i++) {
 		uint32_t off = chunk[i].off, left = chunk[i].len;
 
+		/* cursors another holder of the socket rewrote: a broken connection */
+		if (off >= size || left > size - off) {
+			smc_conn_abort_locked(conn);
+			return 0;
+		}
 		while (left > 0) {
 			char *dst;
 			size_t len = smc_iov_next(it, left, &dst);
@@ -89,7 +94,7 @@ static int rx_consume(struct smc_conn *conn, const struct rx_pos *pos)
 static bool rx_urgent_next(const struct smc_conn *conn)
 {
 	return conn->st->rx_urg_unpassed &&
-	       smc_cursor_diff(conn->st->rmb_size, conn->st->rx_cons, conn->st->rx_urg_mark) == 1;
+	       smc_cursor_diff(conn->rmb_size, conn->st->rx_cons, conn->st->rx_urg_mark) == 1;
 }
 
 /*
@@ -172,7 +177,7 @@ ssize_t smc_rx_recv(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 		if (n)
 			continue;	/* more may have come meanwhile */
 		if ((conn->st->peer_state & PEER_DONE) &&
-		    smc_ring_readable(conn->st->rmb_size, pos.at, conn->st->rx_prod) == 0)
+		    smc_ring_readable(conn->rmb_size, pos.at, conn->st->rx_prod) == 0)
 			break;		/* end of file */
 		if (nonblock) {
 			rc = -EAGAIN;
@@ -192,7 +197,7 @@ size_t smc_rx_readable_locked(struct smc_conn *conn)
 	size_t n = 0;
 
 	if (smc_conn_cdc_fetch(conn) == 0) {
-		n = smc_ring_readable(conn->st->rmb_size, conn->st->rx_cons, conn->st->rx_prod);
+		n = smc_ring_readable(conn->rmb_size, conn->st->rx_cons, conn->st->rx_prod);
 		/* the urgent byte is not in the stream */
 		if (conn->st->rx_urg_unpassed && !conn->st->oob_inline)
 			n--;

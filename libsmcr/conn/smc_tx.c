@@ -53,14 +53,14 @@ static uint32_t tx_room(struct smc_conn *conn)
 {
 	if (smc_conn_urg_outstanding(conn))
 		return 0;
-	return smc_ring_writable(conn->st->peer_rmb_size, conn->st->tx_fin, conn->st->tx_prep);
+	return smc_ring_writable(conn->peer_rmb_size, conn->st->tx_fin, conn->st->tx_prep);
 }
 
 /* Copies the next n bytes of it (n <= tx_room) into the peer's RMB at tx_prep. */
 static int tx_write(struct smc_conn *conn, struct smc_iov_iter *it, uint32_t n)
 {
 	struct smc_ring_chunk chunk[2];
-	unsigned int chunks = smc_ring_split(conn->st->peer_rmb_size, conn->st->tx_prep.count, n, chunk);
+	unsigned int chunks = smc_ring_split(conn->peer_rmb_size, conn->st->tx_prep.count, n, chunk);
 
 	for (unsigned int i = 0; i < chunks; i++) {
 		uint32_t off = chunk[i].off, left = chunk[i].len;
@@ -70,13 +70,17 @@ static int tx_write(struct smc_conn *conn, struct smc_iov_iter *it, uint32_t n)
 			uint32_t len = (uint32_t)smc_iov_next(it, left, &src);
 			int rc = conn->ops->write(conn, off, src, len);
 
+			if (rc == -EINVAL) {    /* cursors another holder rewrote */
+				smc_conn_abort_locked(conn);
+				return -ECONNRESET;
+			}
 			if (rc)
 				return rc;
 			off += len;
 			left -= len;
 		}
 	}
-	conn->st->tx_prep = smc_cursor_add(conn->st->tx_prep, conn->st->peer_rmb_size, n);
+	conn->st->tx_prep = smc_cursor_add(conn->st->tx_prep, conn->peer_rmb_size, n);
 	return 0;
 }
 

@@ -275,7 +275,7 @@ bool smcr_sock_ioctl(struct smcr_sock *sk, unsigned long request, void *arg, int
 		 * (the peer's reading them is not TCP's business).
 		 */
 		smc_conn_lock(&sk->conn);
-		*(int *)arg = (int)smc_ring_readable(sk->conn.st->peer_rmb_size, sk->conn.st->tx_sent,
+		*(int *)arg = (int)smc_ring_readable(sk->conn.peer_rmb_size, sk->conn.st->tx_sent,
 						     sk->conn.st->tx_prep);
 		smc_conn_unlock(&sk->conn);
 		*rc = 0;

@@ -616,6 +616,7 @@ void smcr_sock_fork_child(void)
 			continue;
 		sk->conn.priv = NULL;
 		sk->conn.rmb = NULL;
+		sk->conn.rmb_size = sk->conn.peer_rmb_size = 0;
 		sk->attached = false;
 		sk->lost = true;
 	}

@@ -127,7 +127,7 @@ struct smc_transport_ops {
 	/*
 	 * Sets up our RMB of smc_rmb_size(size_class) bytes in the memory of
 	 * memfd (granted by smcrd; the transport says how many bytes it needs)
-	 * and fills in conn->rmb, conn->st->rmb_size and conn->priv.  The memfd is
+	 * and fills in conn->rmb, conn->rmb_size (and st's), and conn->priv.  The memfd is
 	 * not kept: the caller closes it when it likes.  wake_fd (shared
 	 * memory: an eventfd the peer writes to wake us; -1 for a transport
 	 * with its own) is kept from success on, and closed by release.
@@ -146,7 +146,7 @@ struct smc_transport_ops {
 	 * Attaches the peer's RMB as its Accept or Confirm described it
 	 * (peer_fd: for shared memory, the memfd behind the peer's token,
 	 * from smcrd's broker, and peer_wake_fd its eventfd; -1 for a
-	 * transport that needs none) and fills in conn->peer_rmb_size.  After
+	 * transport that needs none) and fills in conn->peer_rmb_size (and st's).  After
 	 * create_rmb.  peer_wake_fd is kept from success on, as wake_fd.
 	 */
 	int (*attach_peer)(struct smc_conn *conn, const struct smc_clc_accept_confirm *peer,
@@ -154,7 +154,7 @@ struct smc_transport_ops {
 
 	/*
 	 * Copies len bytes from src into the peer's RMB at offset off, one
-	 * contiguous piece of it (off + len <= peer_rmb_size).  src may be
+	 * contiguous piece of it (off + len <= conn->peer_rmb_size, checked: -EINVAL).  src may be
 	 * reused on return; the bytes reach the peer before any CDC sent
 	 * after this call.
 	 */
@@ -310,6 +310,12 @@ struct smc_conn {
 	_Atomic int sock;		/* the TCP connection: its end is the peer's end
 					   (any thread may change which descriptor) */
 	uint8_t *rmb;			/* our RMB, as mapped here */
+	/*
+	 * The rings' sizes as this process's transport set them up (0: not
+	 * yet): every bound of the data path comes from here, never from st,
+	 * which any process holding the socket can rewrite.
+	 */
+	uint32_t rmb_size, peer_rmb_size;
 	/* Statistics: published to this process's record of it (conn_table.h), under lock. */
 	uint32_t record;		/* the record's id; 0: none */
 	struct smc_traffic traffic;	/* what this process moved */

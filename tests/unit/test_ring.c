@@ -641,6 +641,39 @@ static void abort_is_connreset(void **state)
 	pair_run(&small_rings, abort_parent, abort_child);
 }
 
+/*
+ * Any process holding the socket maps the connection's state page: one
+ * that rewrites its sizes and cursors breaks the connection, and crashes
+ * nobody (bounds come from each process's own view, not from the page).
+ */
+static void rewrite_parent(struct smc_conn *conn, int sock)
+{
+	static char big[65536];
+
+	conn->st->peer_rmb_size = 1u << 30;
+	conn->st->tx_prep = (struct smc_cursor){ .wrap = 3, .count = 1u << 29 };
+	assert_int_equal(send_buf(conn, big, sizeof(big), 0, false), -ECONNRESET);
+	put(sock, 1);
+	get(sock);
+}
+
+static void rewrite_child(struct smc_conn *conn, int sock)
+{
+	char buf[64];
+
+	get(sock);
+	conn->st->rmb_size = 1u << 30;
+	conn->st->rx_prod = (struct smc_cursor){ .wrap = 7, .count = 1u << 29 };
+	CHECK(recv_buf(conn, buf, sizeof(buf), MSG_DONTWAIT) == -ECONNRESET);
+	put(sock, 1);
+}
+
+static void rewritten_state_is_a_reset_not_a_crash(void **state)
+{
+	(void)state;
+	pair_run(&small_rings, rewrite_parent, rewrite_child);
+}
+
 /* A reader blocked in one thread; abort from another wakes it. */
 static void *blocked_reader(void *arg)
 {
@@ -896,6 +929,7 @@ int main(void)
 		PAIR_TEST(urgent_data),
 		PAIR_TEST(idle_reader_uses_no_cpu),
 		PAIR_TEST(bad_cdc_is_an_abort_not_a_crash),
+		PAIR_TEST(rewritten_state_is_a_reset_not_a_crash),
 	};
 
 	/* a child's CHECK must not leave its parent blocked on a dead socket */

@@ -196,7 +196,7 @@ static int rdma_create_rmb(struct smc_conn *conn, unsigned int size_class, int m
 	atomic_store(&rc->armed, 1);
 	conn->priv = rc;
 	conn->rmb = rc->rmb->mem;
-	conn->st->rmb_size = rc->rmb->size;
+	conn->rmb_size = conn->st->rmb_size = rc->rmb->size;
 	return 0;
 fail:
 	if (rc->rmb)
@@ -302,7 +302,7 @@ static int rdma_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_c
 	}
 	rc->peer_addr = peer->r.rmb_dma_addr;
 	rc->peer_rkey = peer->r.rmb_rkey;
-	conn->st->peer_rmb_size = smc_rmb_size(peer->r.rmbe_size);
+	conn->peer_rmb_size = conn->st->peer_rmb_size = smc_rmb_size(peer->r.rmbe_size);
 	return 0;
 }
 
@@ -327,7 +327,7 @@ static int rdma_write(struct smc_conn *conn, uint32_t off, const void *src, uint
 	uint8_t *staged;
 	int err;
 
-	if (off > conn->st->peer_rmb_size || len > conn->st->peer_rmb_size - off)
+	if (off > conn->peer_rmb_size || len > conn->peer_rmb_size - off)
 		return -EINVAL;
 	if (atomic_load(&rc->down))
 		return -ECONNRESET;
@@ -356,8 +356,8 @@ static bool cdc_wakes_peer(const struct smc_conn *conn, const struct rdma_conn *
 	if (conn->st->peer_prod_flags & (SMC_CDC_WRITE_BLOCKED | SMC_CDC_CONS_UPDATE_REQ))
 		return true;
 	/* the peer's view of its room, before this update */
-	return smc_ring_readable(conn->st->rmb_size, conn->st->rx_confirmed, conn->st->rx_prod) >
-	       conn->st->rmb_size / 2;
+	return smc_ring_readable(conn->rmb_size, conn->st->rx_confirmed, conn->st->rx_prod) >
+	       conn->rmb_size / 2;
 }
 
 static int rdma_send_cdc(struct smc_conn *conn, const uint8_t msg[SMC_CDC_MSG_LEN])
@@ -581,6 +581,7 @@ static void rdma_release(struct smc_conn *conn)
 	free(rc);
 	conn->priv = NULL;
 	conn->rmb = NULL;
+	conn->rmb_size = conn->peer_rmb_size = 0;
 }
 
 /*

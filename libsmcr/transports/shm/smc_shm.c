@@ -196,7 +196,7 @@ static int shm_create_rmb(struct smc_conn *conn, unsigned int size_class, int me
 	shm->ctl->hdr.magic = SHM_MAGIC;
 	shm->ctl->hdr.rmb_size = smc_rmb_size(size_class);
 	atomic_store_explicit(&shm->ctl->armed, 1, memory_order_release);
-	conn->st->rmb_size = smc_rmb_size(size_class);
+	conn->rmb_size = conn->st->rmb_size = smc_rmb_size(size_class);
 	return 0;
 }
 
@@ -219,6 +219,7 @@ static int shm_map_rmb(struct smc_conn *conn, int memfd, int wake_fd)
 		conn->rmb = NULL;
 		return -EPROTO;
 	}
+	conn->rmb_size = smc_rmb_size(size_class);      /* the memfd holds that much */
 	return 0;
 }
 
@@ -251,7 +252,7 @@ static int shm_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_co
 	shm->peer_rmb = (uint8_t *)ctl + SHM_CTL_SIZE;
 	shm->peer_len = len;
 	shm->peer_wake_fd = peer_wake_fd;
-	conn->st->peer_rmb_size = smc_rmb_size(size_class);
+	conn->peer_rmb_size = conn->st->peer_rmb_size = smc_rmb_size(size_class);
 	return 0;
 }
 
@@ -259,7 +260,7 @@ static int shm_write(struct smc_conn *conn, uint32_t off, const void *src, uint3
 {
 	struct shm *shm = conn->priv;
 
-	if (off > conn->st->peer_rmb_size || len > conn->st->peer_rmb_size - off)
+	if (off > conn->peer_rmb_size || len > conn->peer_rmb_size - off)
 		return -EINVAL;
 	memcpy(shm->peer_rmb + off, src, len);
 	return 0;
@@ -398,6 +399,7 @@ static void shm_release(struct smc_conn *conn)
 	free(shm);
 	conn->priv = NULL;
 	conn->rmb = NULL;
+	conn->rmb_size = conn->peer_rmb_size = 0;
 }
 
 /* ---- the CLC exchange (struct smc_transport_setup) ---- */
