@@ -176,9 +176,9 @@ ssize_t smc_rx_recv(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 			break;
 		if (n)
 			continue;	/* more may have come meanwhile */
-		if ((conn->st->peer_state & PEER_DONE) &&
+		if (((conn->st->peer_state & PEER_DONE) || conn->st->rd_shut) &&
 		    smc_ring_readable(conn->rmb_size, pos.at, conn->st->rx_prod) == 0)
-			break;		/* end of file */
+			break;		/* end of file, or of reading (SHUT_RD) */
 		if (nonblock) {
 			rc = -EAGAIN;
 			break;

@@ -90,7 +90,7 @@ static ssize_t result(ssize_t n)
 ssize_t smcr_sock_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt, int flags)
 {
 	const int known = MSG_PEEK | MSG_WAITALL | MSG_TRUNC | MSG_OOB | MSG_DONTWAIT;
-	bool nonblock = atomic_load_explicit(&sk->sh->nonblock, memory_order_relaxed) || sk->sh->rd_shut;
+	bool nonblock = atomic_load_explicit(&sk->sh->nonblock, memory_order_relaxed);
 	ssize_t n;
 
 	if (!usable(sk, iovcnt))
@@ -98,8 +98,6 @@ ssize_t smcr_sock_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt
 	do
 		n = smc_rx_recv(&sk->conn, iov, iovcnt, flags & known, nonblock);
 	while (n == -EINTR && restarts(sk->conn.st->rcv_timeout_ms));
-	if (n == -EAGAIN && sk->sh->rd_shut)
-		n = 0;  /* after SHUT_RD, an empty buffer reads as end of file */
 	return result(n);
 }
 
@@ -243,8 +241,10 @@ int smcr_sock_shutdown(struct smcr_sock *sk, int fd, int how)
 	if (smcr_sock_phase(sk) != SMCR_SOCK_SMC)
 		return REAL(shutdown)(fd, how);
 	/* the TCP connection stays whole: its end is how the peer learns we are gone */
-	if (how != SHUT_WR) {
-		sk->sh->rd_shut = true;
+	if (how != SHUT_WR) {   /* a reader waiting now sees it too */
+		smc_conn_lock(&sk->conn);
+		sk->conn.st->rd_shut = true;
+		smc_conn_unlock(&sk->conn);
 		sk->conn.ops->wake(&sk->conn);
 	}
 	if (how != SHUT_RD)
@@ -382,7 +382,7 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 	if (smc_rx_readable_locked(conn) > 0)   /* fetches the peer's news first */
 		mask |= POLLIN | POLLRDNORM;
 	/* as TCP: reading ended, by our SHUT_RD or the peer's end of writing */
-	if (sk->sh->rd_shut ||
+	if (conn->st->rd_shut ||
 	    (conn->st->peer_state & (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED)))
 		mask |= POLLIN | POLLRDNORM | POLLRDHUP;
 	if (smc_tx_writable_locked(conn))

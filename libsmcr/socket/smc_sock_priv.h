@@ -27,7 +27,6 @@ struct sock_shared {
 	bool active;                    /* a client */
 	bool linger_abort;              /* SO_LINGER with a zero timeout: close resets */
 	bool corked;                    /* TCP_CORK: sends wait for more, as MSG_MORE */
-	bool rd_shut;                   /* shutdown(SHUT_RD): reads never wait */
 	bool offered;                   /* our buffer is on offer as token */
 	enum smcr_reason offer_failed;  /* why it is not */
 	uint32_t transports;            /* SMCR_CONTROL_SHM, _RDMA: what smcr.conf allowed then */

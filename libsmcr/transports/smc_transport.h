@@ -272,6 +272,7 @@ struct smc_conn_state {
 	int rcv_timeout_ms;		/* SO_RCVTIMEO, SO_SNDTIMEO; 0: none */
 	int snd_timeout_ms;
 	bool oob_inline;		/* SO_OOBINLINE: the urgent byte stays in the stream */
+	bool rd_shut;			/* shutdown(SHUT_RD): an empty ring reads as end of file */
 
 	/* Send side: cursors in the peer's RMB. */
 	struct smc_cursor tx_prep;	/* written into the peer's RMB */
