@@ -88,7 +88,7 @@ static void bump_locked(struct fake_end *end)
 
 static int fake_write(struct smc_conn *conn, uint32_t off, const void *src, uint32_t len)
 {
-	if (off > conn->st->peer_rmb_size || len > conn->st->peer_rmb_size - off)
+	if (off > conn->peer_rmb_size || len > conn->peer_rmb_size - off)
 		return -EINVAL;
 	memcpy(end_of(conn)->peer->ring + off, src, len);
 	return 0;
@@ -261,8 +261,9 @@ static struct smcr_sock *sock_new(struct pair *p, int i)
 	st = sk->conn.st;
 	st->token = token[i];
 	st->peer_token = token[!i];
-	st->rmb_size = rmb_size[i];
-	st->peer_rmb_size = rmb_size[!i];
+	/* as a transport sets them up: the view's own sizes, and the page's */
+	sk->conn.rmb_size = st->rmb_size = rmb_size[i];
+	sk->conn.peer_rmb_size = st->peer_rmb_size = rmb_size[!i];
 	sk->conn.priv = &p->end[i];
 	sk->conn.rmb = p->end[i].ring;
 	atomic_init(&sk->refs, 1);
