@@ -14,7 +14,7 @@
 # the transport again.
 . "$(dirname "$0")/lib.sh"
 start_smcrd 19401 2
-allow_log "no RDMA for the connection: Cannot allocate memory"     # max_memory reached, on purpose
+allow_log "no rdma for the connection: Cannot allocate memory"     # max_memory reached, on purpose
 CONNS=5
 LIMIT=$((2 * 1024 * 1024))
 
