@@ -87,7 +87,7 @@ static uint8_t pattern(uint64_t at)
 
 static int fake_write(struct smc_conn *conn, uint32_t off, const void *src, uint32_t len)
 {
-	uint32_t size = conn->st->peer_rmb_size;
+	uint32_t size = conn->peer_rmb_size;
 
 	CHECK(off < size && len <= size - off);
 	CHECK(off == peer.written % size);      /* right after the last write */
@@ -175,8 +175,9 @@ static void set_up(struct smc_conn *conn, struct smc_conn_state *st,
 	conn->rmb = rmb;
 	st->token = OUR_TOKEN;
 	st->peer_token = PEER_TOKEN;
-	st->rmb_size = ring_size(h->rmb_size);
-	st->peer_rmb_size = ring_size(h->peer_rmb_size);
+	/* as a transport sets them up: the view's own sizes, and the page's */
+	conn->rmb_size = st->rmb_size = ring_size(h->rmb_size);
+	conn->peer_rmb_size = st->peer_rmb_size = ring_size(h->peer_rmb_size);
 	st->oob_inline = h->oob_inline & 1;
 	st->rx_prod = st->rx_cons = st->rx_confirmed = start_cursor(h->rx_wrap, h->rx_count,
 								     st->rmb_size);
