@@ -130,10 +130,9 @@ static void drop_client(struct smcrd_control *ctl, size_t i)
 		smcrd_stats_exited(&ctl->stats, c->stats);
 	}
 	/* it may have been the last holder: its socket is gone now, or very soon */
-	if (smcrd_shm_sweep(&ctl->shm, c->id, offer_ended, ctl)) {
-		ctl->recheck_rounds = RECHECK_ROUNDS;
-		ctl->recheck_at_ms = now_ms() + RECHECK_MS;
-	}
+	smcrd_shm_sweep(&ctl->shm, c->id, offer_ended, ctl);
+	ctl->recheck_rounds = RECHECK_ROUNDS;   /* ends at once if it left no suspect */
+	ctl->recheck_at_ms = now_ms() + RECHECK_MS;
 	smcrd_shm_drop_owner(&ctl->shm, c->id, offer_moved,
 			     &(struct charge_move){ .ctl = ctl, .from = c });
 	give_back(ctl, c, c->granted);

@@ -528,17 +528,17 @@ static bool end_if_gone(struct smcrd_shm_broker *b, size_t i, smcrd_shm_ended_fn
 size_t smcrd_shm_sweep(struct smcrd_shm_broker *b, uint64_t held_by,
 		       smcrd_shm_ended_fn *ended, void *ctx)
 {
-	size_t counted = 0;
+	size_t ended_here = 0;
 
 	for (size_t i = b->n; i-- > 0;) {
 		if (held_by && !holds(&b->offers[i], held_by))
 			continue;
 		if (end_if_gone(b, i, ended, ctx))
-			counted += !held_by;
+			ended_here++;
 		else if (held_by)
-			counted += b->offers[i].suspect = true;
+			b->offers[i].suspect = true;
 	}
-	return counted;
+	return ended_here;
 }
 
 size_t smcrd_shm_sweep_suspects(struct smcrd_shm_broker *b, smcrd_shm_ended_fn *ended, void *ctx)

@@ -119,7 +119,7 @@ typedef void smcrd_shm_ended_fn(void *ctx, uint64_t owner, uint64_t bytes);
  * the kernel says is gone, as its last holder exited without withdrawing
  * them.  Those of held_by whose socket is still open become suspects: a
  * process's files may be released just after smcrd sees it go.  Returns
- * how many ended (held_by 0) or became suspects.
+ * how many ended.
  */
 size_t smcrd_shm_sweep(struct smcrd_shm_broker *b, uint64_t held_by,
 		       smcrd_shm_ended_fn *ended, void *ctx);

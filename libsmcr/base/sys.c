@@ -63,15 +63,13 @@ static int close_around_own(unsigned int first, unsigned int last, int flags,
 {
 	int own, rc = 0;
 
-	while (first <= last && (own = smcr_fd_next_in(first, last, SMCR_FD_OWN)) >= 0) {
+	while ((own = smcr_fd_next_in(first, last, SMCR_FD_OWN)) >= 0) {
 		if ((unsigned int)own > first && REAL(close_range)(first, (unsigned int)own - 1, flags))
 			rc = -1;
 		if ((unsigned int)own == last)
 			return rc;
 		first = (unsigned int)own + 1;
 	}
-	if (first > last)
-		return rc;
 	if (tail) {
 		tail((int)first);
 		return rc;
