@@ -2,8 +2,9 @@
  * init.c - libsmcr's start and end inside the application's process.
  *
  * Start: read the logging settings, wire the layers' start-up callbacks
- * (shim/descriptors.c), install the fork handling (shim/fork.c), and carry
- * on with the SMC connections the process inherited across exec.  End: at
+ * (shim/descriptors.c), install the fork handling (shim/fork.c), carry on
+ * with the SMC connections the process inherited across exec, and put the
+ * standard streams among them on libsmcr's calls (std_streams.c).  End: at
  * SMCR_LOG=info, one line saying what was seen, if the process used TCP.
  * Nothing here may print at the default level or change the process.
  */
@@ -14,6 +15,7 @@
 #include "handshake.h"
 #include "log.h"
 #include "stats.h"
+#include "std_streams.h"
 
 __attribute__((constructor)) static void smcr_init(void)
 {
@@ -22,6 +24,7 @@ __attribute__((constructor)) static void smcr_init(void)
 	smcr_fork_init();
 	smcr_log(SMCR_LOG_DEBUG, "loaded into %s", program_invocation_short_name);
 	smcr_handshake_adopt_inherited();
+	smcr_std_streams_adopt();
 }
 
 __attribute__((destructor)) static void smcr_fini(void)
