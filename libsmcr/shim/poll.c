@@ -23,14 +23,20 @@
 #include "smc_transport.h"
 #include "spin.h"
 
-enum watch { W_PLAIN, W_DRIVE, W_SMC, W_NESTED };
+/*
+ * W_RESET: a connection whose CLC exchange reset it, ready for every call
+ * at once; it may have no transport left to sleep on.
+ */
+enum watch { W_PLAIN, W_DRIVE, W_SMC, W_RESET, W_NESTED };
 
 static enum watch watch_of(int fd)
 {
 	enum regime r = smcr_regime_of(fd);
 
-	if (r == REG_SMC || r == REG_RESET)
+	if (r == REG_SMC)
 		return W_SMC;
+	if (r == REG_RESET)
+		return W_RESET;
 	if (r == REG_NESTED)
 		return smcr_epoll_has_members(fd) ? W_NESTED : W_PLAIN;
 	/* a TCP socket that is not connecting is the kernel's to tell */
@@ -71,6 +77,9 @@ static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t 
 						   .events = POLLIN };
 			k[nk++] = (struct pollfd){ .fd = fd, .events = POLLRDHUP };
 			break;
+		case W_RESET:
+			k[nk++] = (struct pollfd){ .fd = fd };
+			break;
 		case W_NESTED:
 			/* readable in the kernel when an armed connection of it has news */
 			k[nk++] = (struct pollfd){ .fd = fd, .events = POLLIN };
@@ -96,16 +105,17 @@ static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t 
 	nk = 0;
 	for (nfds_t i = 0; i < nfds; i++) {
 		int fd = fds[i].fd;
-		struct smcr_sock *sk;
 
 		fds[i].revents = 0;
 		switch (kinds[i]) {
 		case W_SMC:
-			sk = smcr_fd_sock(fd);
 			if (k[nk + 1].revents & (POLLRDHUP | POLLHUP | POLLERR))
-				smcr_sock_tcp_ended(sk);
-			nk += 2;
-			fds[i].revents = (short)(smcr_sock_poll(sk) &
+				smcr_sock_tcp_ended(smcr_fd_sock(fd));
+			nk++;
+			/* fall through */
+		case W_RESET:
+			nk++;
+			fds[i].revents = (short)(smcr_sock_poll(smcr_fd_sock(fd)) &
 						 ((unsigned short)fds[i].events | POLLERR | POLLHUP));
 			break;
 		case W_NESTED:
