@@ -1,7 +1,8 @@
 /*
  * log.c - formatting and writing libsmcr's diagnostics.
  *
- * Lines go to fd 2 with a raw write system call (never our interposed
+ * Lines go to a copy of the stderr the process started with (smcr_log_use_fd;
+ * fd 2 until then) with a raw write system call (never our interposed
  * write(), and nothing of real.c, which logs through here) in a single call,
  * so lines from several threads do not interleave.
  */
@@ -20,6 +21,7 @@
 
 int smcr_log_level = SMCR_LOG_ERROR;
 static int log_to_syslog;
+static int log_fd = STDERR_FILENO;
 
 static const char *const level_names[] = {
 	[SMCR_LOG_ERROR] = "error",
@@ -34,6 +36,11 @@ int smcr_log_parse_level(const char *name)
 		if (strcmp(name, level_names[i]) == 0)
 			return (int)i;
 	return -1;
+}
+
+void smcr_log_use_fd(int fd)
+{
+	log_fd = fd;
 }
 
 void smcr_log_init(void)
@@ -99,8 +106,8 @@ void smcr_log_write(enum smcr_log_level level, const char *fmt, ...)
 	va_end(ap);
 	if (log_to_syslog)
 		syslog(LOG_USER | syslog_prio[level], "%.*s", (int)len - 1, line);
-	else if (len)
-		(void)syscall(SYS_write, STDERR_FILENO, line, len);
+	else if (len && log_fd >= 0)
+		(void)syscall(SYS_write, log_fd, line, len);
 	errno = saved_errno;
 }
 

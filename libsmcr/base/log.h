@@ -23,6 +23,12 @@ extern int smcr_log_level;
 /* Reads SMCR_LOG and SMCR_LOG_DEST; complains (once) about bad values. */
 void smcr_log_init(void);
 
+/*
+ * Lines go to fd (-1: nowhere) from now on, not to descriptor 2: the
+ * application may put a connection or a file of its own there later.
+ */
+void smcr_log_use_fd(int fd);
+
 /* "warn" -> SMCR_LOG_WARN; returns -1 for anything else. */
 int smcr_log_parse_level(const char *name);
 

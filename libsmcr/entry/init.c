@@ -1,24 +1,49 @@
 /*
  * init.c - libsmcr's start and end inside the application's process.
  *
- * Start: read the logging settings, wire the layers' start-up callbacks
- * (shim/descriptors.c), install the fork handling (shim/fork.c), carry on
- * with the SMC connections the process inherited across exec, and put the
- * standard streams among them on libsmcr's calls (std_streams.c).  End: at
+ * Start: give libsmcr's lines a descriptor of their own, read the logging
+ * settings, wire the layers' start-up callbacks (shim/descriptors.c),
+ * install the fork handling (shim/fork.c), carry on with the SMC
+ * connections the process inherited across exec, and put the standard
+ * streams among them on libsmcr's calls (std_streams.c).  End: at
  * SMCR_LOG=info, one line saying what was seen, if the process used TCP.
  * Nothing here may print at the default level or change the process.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "descriptors.h"
 #include "fork.h"
 #include "handshake.h"
 #include "log.h"
+#include "real.h"
 #include "stats.h"
 #include "std_streams.h"
+#include "sys.h"
+
+/*
+ * A copy of the stderr this image started with, or -1: a network socket
+ * there is a connection (an inetd-style server's), where a line of ours
+ * would be bytes in the application's stream, and a closed one is nowhere.
+ */
+static int log_descriptor(void)
+{
+	int saved_errno = errno, domain = 0;
+	socklen_t len = sizeof(domain);
+	int fd = -1;
+
+	if (REAL(getsockopt)(STDERR_FILENO, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 ||
+	    (domain != AF_INET && domain != AF_INET6))
+		fd = smcr_sys_fd_aside(REAL(fcntl)(STDERR_FILENO, F_DUPFD_CLOEXEC, 0));
+	errno = saved_errno;
+	return fd;
+}
 
 __attribute__((constructor)) static void smcr_init(void)
 {
+	smcr_log_use_fd(log_descriptor());
 	smcr_log_init();
 	smcr_descriptors_init();
 	smcr_fork_init();
