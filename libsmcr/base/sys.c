@@ -1,10 +1,15 @@
 /*
  * sys.c - the descriptors libsmcr makes for itself (sys.h): sealed memfds,
- * eventfds, the rule that moves them out of the application's way, and
- * the application's range closes, which leave them open.
+ * eventfds, the rule that moves them out of the application's way, the
+ * application's range closes, which leave them open, and the one poll()
+ * libsmcr waits on them with.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/select.h>
+#include <sys/socket.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -123,4 +128,104 @@ int smcr_sys_eventfd(void)
 		fd = -errno;
 	errno = saved_errno;
 	return fd;
+}
+
+#define WORD_BITS (8 * sizeof(unsigned long))
+
+/* select()'s three sets, each words long: as many descriptors as the waits name. */
+struct wide_sets {
+	size_t words;
+	unsigned long *in, *out, *pri;
+};
+
+static void set_bit(unsigned long *set, int fd)
+{
+	set[fd / WORD_BITS] |= 1UL << (fd % WORD_BITS);
+}
+
+static bool bit_set(const unsigned long *set, int fd)
+{
+	return set[fd / WORD_BITS] & (1UL << (fd % WORD_BITS));
+}
+
+/* A readable socket's end, as poll() tells it: read (RDHUP), or failed (ERR). */
+static short peek_end(int fd)
+{
+	char byte;
+	ssize_t n = REAL(recv)(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	if (n == 0)
+		return POLLRDHUP;
+	return n < 0 && errno != EAGAIN && errno != ENOTSOCK ? POLLERR : 0;
+}
+
+/* What select() found for p, as poll() would say it. */
+static short select_revents(const struct wide_sets *got, const struct pollfd *p)
+{
+	short revents = 0;
+
+	if (p->fd < 0)
+		return 0;
+	if (bit_set(got->in, p->fd)) {
+		revents |= (short)(p->events & POLLIN);
+		if (p->events & POLLRDHUP)
+			revents |= peek_end(p->fd);
+	}
+	if (bit_set(got->out, p->fd))
+		revents |= (short)(p->events & POLLOUT);
+	if (bit_set(got->pri, p->fd))
+		revents |= (short)(p->events & POLLPRI);
+	return revents;
+}
+
+/* poll() by select(), for a process whose RLIMIT_NOFILE is below nfds. */
+static int poll_by_select(struct pollfd *fds, nfds_t nfds, int timeout_ms)
+{
+	struct timeval tv = { timeout_ms / 1000, timeout_ms % 1000 * 1000 };
+	struct wide_sets sets;
+	unsigned long *room;
+	int top = -1, rc, ready = 0;
+
+	for (nfds_t i = 0; i < nfds; i++)
+		top = fds[i].fd > top ? fds[i].fd : top;
+	sets.words = (size_t)top / WORD_BITS + 1;
+	room = calloc(3 * sets.words, sizeof(*room));
+	if (!room)
+		return -1;
+	sets.in = room;
+	sets.out = room + sets.words;
+	sets.pri = room + 2 * sets.words;
+	for (nfds_t i = 0; i < nfds; i++) {
+		if (fds[i].fd < 0)
+			continue;
+		if (fds[i].events & (POLLIN | POLLRDHUP))
+			set_bit(sets.in, fds[i].fd);
+		if (fds[i].events & POLLOUT)
+			set_bit(sets.out, fds[i].fd);
+		if (fds[i].events & POLLPRI)
+			set_bit(sets.pri, fds[i].fd);
+	}
+	rc = REAL(select)(top + 1, (fd_set *)sets.in, (fd_set *)sets.out, (fd_set *)sets.pri,
+			  timeout_ms < 0 ? NULL : &tv);
+	int saved_errno = errno;        /* select's, for a failure; the peeks' are not */
+
+	for (nfds_t i = 0; i < nfds; i++) {
+		fds[i].revents = rc > 0 ? select_revents(&sets, &fds[i]) : 0;
+		ready += fds[i].revents != 0;
+	}
+	free(room);
+	errno = saved_errno;
+	return rc < 0 ? rc : ready;
+}
+
+int smcr_sys_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
+{
+	int saved_errno = errno, rc = REAL(poll)(fds, nfds, timeout_ms);
+	struct rlimit rl;
+
+	if (rc < 0 && errno == EINVAL && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < nfds) {
+		errno = saved_errno;
+		return poll_by_select(fds, nfds, timeout_ms);
+	}
+	return rc;
 }

@@ -18,6 +18,7 @@
 #ifndef SMCR_SYS_H
 #define SMCR_SYS_H
 
+#include <poll.h>
 #include <stdint.h>
 
 /*
@@ -45,5 +46,16 @@ int smcr_sys_memfd_sealed(uint64_t bytes);
 
 /* A new eventfd, non-blocking and close-on-exec. */
 int smcr_sys_eventfd(void);
+
+/*
+ * poll() for libsmcr's own waits, which must work in whatever process the
+ * application made of itself: one that lowered RLIMIT_NOFILE below the
+ * number of descriptors waited on (sandboxes set it to 0) gets EINVAL from
+ * poll(), so then the wait is made with select(), which that limit does
+ * not bound.  As poll(): the count of ready entries, 0 at the timeout, or
+ * -1 and errno (EINTR included).  events: POLLIN, POLLOUT, POLLPRI and
+ * POLLRDHUP; a select() wait tells POLLRDHUP by a peek that reads the end.
+ */
+int smcr_sys_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms);
 
 #endif

@@ -105,7 +105,7 @@ static bool reply_ready(struct pollfd *p)
 		int left = (int)(end - (now.tv_sec * 1000 + now.tv_nsec / 1000000));
 		if (left <= 0)
 			return false;
-		int n = REAL(poll)(p, 1, left);
+		int n = smcr_sys_poll(p, 1, left);
 		if (n == 1)
 			return true;
 		if (n == 0 || errno != EINTR)
@@ -189,7 +189,7 @@ static void register_locked(void)
 static bool daemon_gone_locked(void)
 {
 	struct pollfd p = { .fd = ctl_fd, .events = POLLIN };
-	return REAL(poll)(&p, 1, 0) != 0;
+	return smcr_sys_poll(&p, 1, 0) != 0;
 }
 
 int smcr_control_map_call(enum smcr_control_map map, int cmd, int fd, uint32_t *value)

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "real.h"
 #include "smc_setup.h"
+#include "sys.h"
 
 /*
  * One call's view of the exchange: the state, which lives in a page other
@@ -76,7 +77,7 @@ static bool send_msg(struct smc_setup *s, const uint8_t *msg, int len)
 		int left = (int)(s->deadline_ms - now_ms());
 		struct pollfd p = { .fd = s->sock, .events = POLLOUT };
 		if ((n < 0 && errno != EAGAIN && errno != EINTR) || left <= 0 ||
-		    REAL(poll)(&p, 1, left) < 0)
+		    smcr_sys_poll(&p, 1, left) < 0)
 			return false;
 	}
 	return len > 0;
@@ -153,7 +154,7 @@ static int next_msg(const struct smc_setup_run *run, int wait_ms, struct smc_clc
 			return 0;
 		struct pollfd p = { .fd = s->sock, .events = POLLIN };
 		int64_t until = now_ms() + wait_ms;
-		if (REAL(poll)(&p, 1, (int)(left < wait_ms ? left : wait_ms)) < 0 && errno != EINTR) {
+		if (smcr_sys_poll(&p, 1, (int)(left < wait_ms ? left : wait_ms)) < 0 && errno != EINTR) {
 			finish(run, SMC_SETUP_RESET, SMCR_REASON_INTERR);
 			return -1;
 		}

@@ -20,6 +20,7 @@
 #include "real.h"
 #include "smc_transport.h"
 #include "spin.h"
+#include "sys.h"
 
 /* A sleep's slice: a dead peer is noticed within it. */
 #define SMC_LIVENESS_MS 1000
@@ -86,7 +87,7 @@ static inline bool smc_tcp_ended(const struct smc_conn *conn)
 {
 	struct pollfd p = { .fd = conn->sock, .events = POLLRDHUP };
 	int saved_errno = errno;
-	bool ended = conn->sock >= 0 && REAL(poll)(&p, 1, 0) == 1 &&
+	bool ended = conn->sock >= 0 && smcr_sys_poll(&p, 1, 0) == 1 &&
 		     (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 
 	errno = saved_errno;

@@ -1,10 +1,13 @@
-/* Unit tests of the per-descriptor table (libsmcr/base/fdtable.c). */
+/* Unit tests of the per-descriptor table and of libsmcr's own descriptors (libsmcr/base). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -186,6 +189,42 @@ static void range_closes_spare_own(void **state)
 	close(null);
 }
 
+/*
+ * A process that lowered RLIMIT_NOFILE to 0 (as sandboxes do) gets EINVAL
+ * from poll(); libsmcr's own waits still see data, the peer's end and a
+ * timeout, on a descriptor above FD_SETSIZE too.
+ */
+static void waits_survive_rlimit_nofile_0(void **state)
+{
+	struct rlimit was, none = { 0, 0 };
+	int sv[2];
+	char byte;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(dup2(sv[0], 1500), 1500);
+	struct pollfd p = { .fd = 1500, .events = POLLIN | POLLRDHUP };
+
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+	none.rlim_max = was.rlim_max;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &none), 0);
+	assert_int_equal(poll(&p, 1, 0), -1);
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_int_equal(smcr_sys_poll(&p, 1, 20), 0);             /* the timeout */
+	assert_int_equal(errno, 0);
+	assert_int_equal(write(sv[1], "x", 1), 1);
+	assert_int_equal(smcr_sys_poll(&p, 1, -1), 1);
+	assert_int_equal(p.revents, POLLIN);
+	assert_int_equal(read(1500, &byte, 1), 1);
+	close(sv[1]);
+	assert_int_equal(smcr_sys_poll(&p, 1, 1000), 1);
+	assert_int_equal(p.revents, POLLIN | POLLRDHUP);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	close(1500);
+	close(sv[0]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +237,7 @@ int main(void)
 		cmocka_unit_test_setup(concurrent_first_use, reset),
 		cmocka_unit_test_setup(own_descriptors_stay, reset),
 		cmocka_unit_test_setup(range_closes_spare_own, reset),
+		cmocka_unit_test_setup(waits_survive_rlimit_nofile_0, reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

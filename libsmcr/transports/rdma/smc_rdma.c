@@ -469,7 +469,7 @@ static int sleep_once(struct rdma_conn *rc, int ms)
 		{ .fd = rc->link ? smc_rdma_link_event_fd(rc->link) : -1, .events = POLLIN },
 	};
 	uint64_t count;
-	int n = REAL(poll)(p, 2, ms);
+	int n = smcr_sys_poll(p, 2, ms);
 
 	if (n < 0)
 		return -errno;

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "real.h"
 #include "smc_rdma_priv.h"
+#include "sys.h"
 
 #define HELLO_MAGIC	0x534d4352u	/* "SMCR" */
 #define LISTEN_BACKLOG	128
@@ -267,7 +268,7 @@ static int expect_event(struct rdma_event_channel *ch, enum rdma_cm_event_type w
 	struct rdma_cm_event *e;
 	int rc;
 
-	rc = REAL(poll)(&p, 1, timeout_ms);
+	rc = smcr_sys_poll(&p, 1, timeout_ms);
 	if (rc <= 0)
 		return rc ? -errno : -ETIMEDOUT;
 	if (IBV(rdma_get_cm_event)(ch, &e))
