@@ -58,9 +58,10 @@ enum smcr_control_type {
 					   connection's state (a memfd of a few pages, sealed
 					   alike); .bytes are granted; reply: .token */
 	SMCR_CONTROL_ATTACH,            /* carries 1 fd: the TCP socket; reply carries 2 fds:
-					   the memfd and the eventfd offered as .token by the
-					   other end of that connection; -EACCES for
-					   anything else */
+					   the memfd and the eventfd offered as .token (0:
+					   whichever was) by the other end of that
+					   connection, and .token; -EACCES for anything
+					   else */
 	SMCR_CONTROL_WITHDRAW,          /* carries 0 or 1 fd: the offering TCP socket (a
 					   process other than the owner must show it); the
 					   offer .token is over, its grant returned; no reply */

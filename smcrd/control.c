@@ -346,7 +346,7 @@ static void offer(struct smcrd_control *ctl, struct smcrd_client *c, struct smcr
 static void attach(struct smcrd_control *ctl, const struct smcrd_client *c,
 		   struct smcr_control_msg *m, int sock, int fds[2])
 {
-	m->result = smcrd_shm_attach(&ctl->shm, m->token, sock, fds);
+	m->result = smcrd_shm_attach(&ctl->shm, &m->token, sock, fds);
 	if (m->result) {
 		/* The reason stays here: the asker may be probing (see shm_broker.c). */
 		snprintf(m->text, sizeof(m->text), "no such buffer for this connection");

@@ -357,15 +357,26 @@ static bool is_self(const struct smcrd_shm_offer *o, const struct smcrd_shm_conn
 	return c->netns == o->conn.netns && c->cookie == o->conn.cookie;
 }
 
-int smcrd_shm_attach(struct smcrd_shm_broker *b, uint64_t token, int sock, int fds[2])
+/* The offer made on the other end of connection c, if any. */
+static struct smcrd_shm_offer *find_peer(struct smcrd_shm_broker *b, const struct smcrd_shm_conn *c)
 {
-	struct smcrd_shm_offer *o = find(b, token);
+	for (size_t i = 0; i < b->n; i++)
+		if (is_peer(&b->offers[i], c))
+			return &b->offers[i];
+	return NULL;
+}
+
+int smcrd_shm_attach(struct smcrd_shm_broker *b, uint64_t *token, int sock, int fds[2])
+{
+	struct smcrd_shm_offer *o = NULL;
 	struct smcrd_shm_conn c;
 	char why[64];
 
-	if (!o || read_conn(sock, &c, why, sizeof(why)) || !is_peer(o, &c) ||
-	    dup_fds((const int[]){ o->memfd, o->efd }, 2, fds))
+	if (!read_conn(sock, &c, why, sizeof(why)))
+		o = *token ? find(b, *token) : find_peer(b, &c);
+	if (!o || !is_peer(o, &c) || dup_fds((const int[]){ o->memfd, o->efd }, 2, fds))
 		return -EACCES;
+	*token = o->token;
 	b->attached += !o->attached;
 	o->attached = true;
 	return 0;

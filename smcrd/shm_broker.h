@@ -85,11 +85,12 @@ int smcrd_shm_add(struct smcrd_shm_broker *b, const struct smcrd_shm_offer *o,
 		  const int fds[SMCRD_SHM_OFFER_FDS], uint64_t owner, uint64_t *token);
 
 /*
- * Copies of the memfd and the eventfd of offer token into fds[] (the
- * caller's to close) if sock is the other end of the offering connection.
- * -EACCES otherwise, whatever the reason (see shm_broker.c).
+ * Copies of the memfd and the eventfd of offer *token (0: the one made on
+ * the other end of sock's connection, whose token goes into *token) into
+ * fds[] (the caller's to close) if sock is the other end of the offering
+ * connection.  -EACCES otherwise, whatever the reason (see shm_broker.c).
  */
-int smcrd_shm_attach(struct smcrd_shm_broker *b, uint64_t token, int sock, int fds[2]);
+int smcrd_shm_attach(struct smcrd_shm_broker *b, uint64_t *token, int sock, int fds[2]);
 
 /*
  * Copies of the state, memfd and eventfd offered on sock itself, then of the

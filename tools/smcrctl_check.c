@@ -233,6 +233,9 @@ static void advise(enum smcr_reason reason, const struct smcr_config *cfg, const
 		{ SMCR_REASON_MEM, "max_memory is used up: see smcrctl stats, raise it with "
 				   "smcrctl set max_memory=MB" },
 		{ SMCR_REASON_OPTUNSUPP, "no room for the SMC TCP option (TCP MD5, AO or MPTCP in use)" },
+		{ SMCR_REASON_CONFINED, "the server's process had confined itself (RLIMIT_NOFILE, "
+					"chroot, network namespace) before it set the connection up: "
+					"it stays on TCP" },
 	};
 	char ports[SMCR_CONFIG_LINE_MAX + 1] = "";
 

@@ -42,7 +42,7 @@ int smcr_shm_offer(int sock, int memfd, uint64_t bytes, int efd, int state, uint
 
 /*
  * The memfd and the eventfd that the other end of TCP socket sock offered as
- * token, in *memfd (its size is fstat's) and *efd, both close-on-exec.  The
+ * token (0: whatever it offered), in *memfd (its size is fstat's) and *efd, both close-on-exec.  The
  * eventfd's file flags are shared with the owner, who may have made it
  * blocking.  0, -EACCES (no such offer for this connection, or already
  * attached), -ENOTCONN (no smcrd), -EMFILE; on failure both are -1.

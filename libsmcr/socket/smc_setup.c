@@ -284,6 +284,7 @@ static enum smc_setup_state server_proposed(const struct smc_setup_run *run, con
 
 	if (type == SMC_TYPE_N ||
 	    (why = prepare(run, type, &prop->lcl)) != SMCR_REASON_NONE ||
+	    (why = run->t->reach(run->t->ctx)) != SMCR_REASON_NONE ||
 	    (why = describe(run, &acc)) != SMCR_REASON_NONE)
 		return decline(run, why);
 	int len = smc_clc_encode_accept(msg, sizeof(msg), &acc);

@@ -7,7 +7,9 @@
  *   either side, instead of its next message: Decline ->         (TCP)
  *
  * The server chooses the transport: shared memory (SMC-D) when both ends
- * are on one host and offer it, else RDMA (SMC-R) when both offer it.
+ * are on one host and offer it, else RDMA (SMC-R) when both offer it.  It
+ * gets all it needs to use the client's buffer before its Accept (reach),
+ * since after it only a reset can undo the exchange.
  *
  * A state machine, so that it can advance without blocking (a non-blocking
  * socket, a call that must not wait) or wait up to a bound: each step reads
@@ -50,6 +52,15 @@ struct smc_setup_transport {
 	 * passes the SMC-R local block of the client's Proposal (links).
 	 */
 	enum smcr_reason (*prepare)(void *ctx, enum smc_type type, const struct smc_clc_local *peer);
+	/*
+	 * Server, after prepare and before its Accept: takes from outside
+	 * this process (smcrd) all that attaching the client's buffer at its
+	 * Confirm will need.  Once the Accept is sent the client may commit,
+	 * and then a failure can only reset the connection; before, it
+	 * declines.  So a process that cannot get it later (it lowered
+	 * RLIMIT_NOFILE, chrooted, left the network namespace) stays on TCP.
+	 */
+	enum smcr_reason (*reach)(void *ctx);
 	/* Attaches the peer's receive buffer from its Accept/Confirm. */
 	enum smcr_reason (*attach)(void *ctx, const struct smc_clc_accept_confirm *peer);
 	/* Our Accept (after prepare) or Confirm (after attach) description. */

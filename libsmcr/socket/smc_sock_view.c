@@ -181,7 +181,7 @@ static int attach_peer(struct smcr_sock *sk, const struct smc_clc_accept_confirm
 	efd = smcr_sys_fd_aside(efd);
 	rc = sk->conn.ops->attach_peer(&sk->conn, peer, memfd, efd);
 	if (memfd >= 0)
-		REAL(close)(memfd);
+		smcr_sys_close(memfd);
 	if (rc)
 		smcr_sys_close(efd);
 	sk->attached = rc == 0;
@@ -329,8 +329,13 @@ static enum smcr_reason setup_attach(void *ctx, const struct smc_clc_accept_conf
 
 	if (peer->smc_type != t->setup.clc_type)
 		return SMCR_REASON_SYNCERR;
-	if (t->setup.peer_fds)
+	if (sk->reached_fd >= 0) {              /* the server's, got before its Accept */
+		fd = sk->reached_fd;
+		wake_fd = sk->reached_wake_fd;
+		sk->reached_fd = sk->reached_wake_fd = -1;
+	} else if (t->setup.peer_fds) {
 		rc = t->setup.peer_fds(sk->sh->setup.sock, peer, &fd, &wake_fd);
+	}
 	if (!rc)
 		rc = attach_peer(sk, peer, fd, wake_fd);
 	if (rc) {
@@ -339,6 +344,39 @@ static enum smcr_reason setup_attach(void *ctx, const struct smc_clc_accept_conf
 		return transport_reason(rc);
 	}
 	sk->conn.st->peer_token = t->setup.peer_token(peer);
+	return SMCR_REASON_NONE;
+}
+
+/* Lets go of the client's buffer got before our Accept, if still held. */
+static void drop_reached(struct smcr_sock *sk)
+{
+	smcr_sys_close(sk->reached_fd);
+	smcr_sys_close(sk->reached_wake_fd);
+	sk->reached_fd = sk->reached_wake_fd = -1;
+}
+
+static enum smcr_reason setup_reach(void *ctx)
+{
+	struct smcr_sock *sk = ctx;
+	const struct smc_transport_ops *t = sk->conn.ops;
+	int fd = -1, wake_fd = -1, rc;
+
+	if (!t->setup.peer_fds)
+		return SMCR_REASON_NONE;
+	drop_reached(sk);
+	rc = t->setup.peer_fds(sk->sh->setup.sock, NULL, &fd, &wake_fd);
+	if (rc) {
+		smcr_log(SMCR_LOG_DEBUG, "fd %d: cannot reach the client's %s buffer: %s",
+			 sk->sh->setup.sock, t->name, strerror(-rc));
+		/*
+		 * A process that can no longer receive a descriptor (RLIMIT_NOFILE,
+		 * the reply's descriptors cut off) has confined itself; otherwise
+		 * the Confirm's token is asked for, as before there was a reach.
+		 */
+		return rc == -EPROTO || rc == -EMFILE ? SMCR_REASON_CONFINED : SMCR_REASON_NONE;
+	}
+	sk->reached_fd = smcr_sys_fd_aside(fd);
+	sk->reached_wake_fd = smcr_sys_fd_aside(wake_fd);
 	return SMCR_REASON_NONE;
 }
 
@@ -367,6 +405,7 @@ static void setup_abandon(void *ctx)
 {
 	struct smcr_sock *sk = ctx;
 
+	drop_reached(sk);
 	withdraw(sk, sk->sh->setup.sock);
 }
 
@@ -384,6 +423,7 @@ static struct smcr_sock *view_new(int state_fd, bool fresh)
 		return NULL;
 	}
 	sk->sh = sh;
+	sk->reached_fd = sk->reached_wake_fd = -1;
 	/* a new connection's buffer is offered on shared memory; the page is another's to write */
 	const struct smc_transport_ops *t = smc_transport(fresh ? SMCR_TRANSPORT_SHM :
 							  sk->sh->transport);
@@ -405,6 +445,7 @@ static struct smcr_sock *view_new(int state_fd, bool fresh)
 
 static void view_free(struct smcr_sock *sk)
 {
+	drop_reached(sk);
 	smc_conn_destroy(&sk->conn);
 	pthread_mutex_lock(&all_lock);
 	if (sk->prev)
@@ -423,13 +464,19 @@ static void view_free(struct smcr_sock *sk)
  * it, from what smcrd keeps for fd (fds: RESUME's answer, n of them).
  * Our own buffer always; the peer's once the exchange has attached it.
  */
-static int view_transport(struct smcr_sock *sk, int fd, const int *fds, int n)
+/* The peer's shared-memory buffer as the exchange described it, to attach again. */
+static struct smc_clc_accept_confirm peer_described(const struct smcr_sock *sk)
 {
-	struct smc_clc_accept_confirm peer = {
+	return (struct smc_clc_accept_confirm){
 		.smc_type = SMC_TYPE_D,
 		.d = { .dmbe_size = (uint8_t)smc_rmb_size_class(sk->conn.st->peer_rmb_size,
 								SMC_RMB_MAX_CLASS_D) },
 	};
+}
+
+static int view_transport(struct smcr_sock *sk, int fd, const int *fds, int n)
+{
+	struct smc_clc_accept_confirm peer = peer_described(sk);
 	int efd = smcr_sys_fd_aside(REAL(dup)(fds[2])), rc;
 
 	if (sk->conn.priv)
@@ -462,6 +509,24 @@ static void close_all(int *fds, int n)
 }
 
 /*
+ * The peer's buffer from the descriptors this process holds since before
+ * the Accept (it was forked from the server then, and another process
+ * finished the exchange): no smcrd needed, nor any new descriptor, so a
+ * process that has since confined itself joins too.  0 or a negative errno.
+ */
+static int attach_reached(struct smcr_sock *sk)
+{
+	struct smc_clc_accept_confirm peer = peer_described(sk);
+	int rc;
+
+	if (sk->reached_fd < 0)
+		return -ENOENT;
+	rc = attach_peer(sk, &peer, sk->reached_fd, sk->reached_wake_fd);
+	sk->reached_fd = sk->reached_wake_fd = -1;     /* attach_peer took them */
+	return rc;
+}
+
+/*
  * Under the connection lock, on SMC: whether this process has the whole
  * transport; if not, it gets it from smcrd.  False if it cannot: the
  * connection is lost to this process.
@@ -473,6 +538,8 @@ static bool view_complete(struct smcr_sock *sk, int fd)
 
 	if (sk->attached || sk->lost)
 		return sk->attached;
+	if (sk->conn.priv && attach_reached(sk) == 0)
+		return true;
 	sk->lost = resume(fd, &token, fds, &n) || view_transport(sk, fd, fds, n);
 	close_all(fds, n);
 	if (sk->lost)
@@ -687,7 +754,9 @@ enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wai
 {
 	enum smcr_sock_phase phase;
 	const struct smc_setup_transport transport = {
-		setup_offers, setup_prepare, setup_attach, setup_describe, setup_abandon, sk,
+		.offers = setup_offers, .prepare = setup_prepare, .reach = setup_reach,
+		.attach = setup_attach, .describe = setup_describe, .abandon = setup_abandon,
+		.ctx = sk,
 	};
 	struct smc_setup *setup = &sk->sh->setup;
 

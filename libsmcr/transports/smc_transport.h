@@ -96,7 +96,9 @@ struct smc_transport_setup {
 			struct smc_clc_accept_confirm *ours);
 	/*
 	 * The descriptors attach_peer takes for the peer's Accept or Confirm,
-	 * from smcrd's broker on the TCP connection sock.  NULL: -1, -1.
+	 * from smcrd's broker on the TCP connection sock; peer NULL: those
+	 * the other end offered, whatever its token (the server, before its
+	 * Accept).  NULL: -1, -1.
 	 */
 	int (*peer_fds)(int sock, const struct smc_clc_accept_confirm *peer, int *fd,
 			int *wake_fd);

@@ -358,7 +358,7 @@ static void check_attach(struct run *run, const struct smcr_control_msg *m, cons
 	struct offer_record *o = offer_named(run, m->token);
 	enum fuzz_fd_kind kind = slot_kind(req->slot[0]);
 	int fds[2];
-	int rc = smcrd_shm_attach(&run->broker, m->token, in[0], fds);
+	int rc = smcrd_shm_attach(&run->broker, &m->token, in[0], fds);
 
 	CHECK((rc == 0) == (o && is_tcp_end(kind) && kind == other_end(o->end)));
 	if (rc == 0)

@@ -412,6 +412,7 @@ static void impostor(const char *addr, uint16_t sport, uint16_t cport, int serve
 	fd = connect_to(NULL, 0, caddr, sport);
 	expect_refused(fd, server_token, "a third process's own connection to the server port");
 	expect_refused(fd, client_token, "the same, for the client's buffer");
+	expect_refused(fd, 0, "the same, with token 0");
 	close(fd);
 
 	/* The offering socket itself, passed on to another process: it may resume, not attach. */
@@ -515,7 +516,8 @@ static int run_pair(const char *addr, uint64_t bytes, const sigset_t *usr1)
 	/* Before the real attach, so that a refusal is not just "attached already". */
 	expect_refused(server, e.token, "a process attaching its own offer with its own end");
 	expect_refused(server, e.peer_token ^ 1, "the peer with a wrong token");
-	expect_refused(server, 0, "the peer with token 0");
+	/* token 0 asks for whatever the other end offered: the peer gets it, as a server's reach */
+	expect_attach(server, 0, "the peer with token 0");
 	fflush(stdout);
 	pid_t third = fork();
 	if (third < 0)

@@ -23,8 +23,8 @@ struct fake {
 	uint64_t token;                 /* ours, put in Accept/Confirm */
 	enum smc_type offers;           /* 0 (SMC_TYPE_R) is taken for "D", the usual */
 	bool offers_set;                /* offers as given, R included */
-	enum smcr_reason offers_fail, prepare_fails, attach_fails;
-	int prepared, attached, abandoned;
+	enum smcr_reason offers_fail, prepare_fails, reach_fails, attach_fails;
+	int prepared, reached, attached, abandoned;
 	enum smc_type prepared_type;
 	uint8_t peer_lcl_id;            /* server: peer_id[7] of the Proposal's local block */
 	uint64_t peer_token;
@@ -95,7 +95,19 @@ static void fake_abandon(void *ctx)
 	((struct fake *)ctx)->abandoned++;
 }
 
-#define FAKE_TRANSPORT(f) { fake_offers, fake_prepare, fake_attach, fake_describe, fake_abandon, (f) }
+static enum smcr_reason fake_reach(void *ctx)
+{
+	struct fake *f = ctx;
+	if (f->reach_fails)
+		return f->reach_fails;
+	f->reached++;
+	return SMCR_REASON_NONE;
+}
+
+#define FAKE_TRANSPORT(f)                                                              \
+	{ .offers = fake_offers, .prepare = fake_prepare, .reach = fake_reach,          \
+	  .attach = fake_attach, .describe = fake_describe, .abandon = fake_abandon,    \
+	  .ctx = (f) }
 
 struct side {
 	bool client;
@@ -187,6 +199,7 @@ static void both_smc(void **state)
 	assert_int_equal(s.setup.state, SMC_SETUP_DONE);
 	assert_int_equal(c.fake.peer_token, 0x51);
 	assert_int_equal(s.fake.peer_token, 0xc1);
+	assert_int_equal(c.fake.reached * 10 + s.fake.reached, 1);     /* the server, only */
 	assert_int_equal(c.fake.abandoned + s.fake.abandoned, 0);
 	/* Not one byte of the stream after the exchange was taken by it. */
 	assert_string_equal(s.received, "ping");
@@ -241,6 +254,25 @@ static void server_commits_only_after_confirm(void **state)
 	assert_int_equal(c.setup.state, SMC_SETUP_DONE);
 	assert_int_equal(s.setup.state, SMC_SETUP_RESET);
 	assert_int_equal(s.fake.abandoned, 1);
+}
+
+/*
+ * A server that cannot reach the client's buffer (smcrd out of its reach,
+ * no descriptor it may receive) finds out before its Accept, so both ends
+ * stay on TCP with the stream whole, never a reset.
+ */
+static void server_unreachable_declines_before_accept(void **state)
+{
+	(void)state;
+	struct side c = { .gid = HOST_GID(1), .fake.token = 3, .send_after = "request" };
+	struct side s = { .gid = HOST_GID(2), .fake.reach_fails = SMCR_REASON_NOSMCDEV,
+			  .send_after = "reply" };
+	exchange(&c, &s);
+	assert_declined(&s, &c, SMCR_REASON_NOSMCDEV, 0x03030000u);
+	assert_int_equal(s.fake.abandoned, 1);              /* its buffer, prepared */
+	assert_int_equal(c.fake.prepared + c.fake.attached, 0);
+	assert_string_equal(s.received, "request");
+	assert_string_equal(c.received, "reply");
 }
 
 /* Two hosts that both offer RDMA: SMC-R, the server linking to the client's local block. */
@@ -450,6 +482,7 @@ int main(void)
 		cmocka_unit_test(client_without_transport_declines),
 		cmocka_unit_test(other_host_declined),
 		cmocka_unit_test(server_commits_only_after_confirm),
+		cmocka_unit_test(server_unreachable_declines_before_accept),
 		cmocka_unit_test(garbage_resets),
 		cmocka_unit_test(split_message_is_reassembled),
 		cmocka_unit_test(peer_closed_stays_on_tcp),

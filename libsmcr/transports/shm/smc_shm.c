@@ -418,7 +418,7 @@ static int shm_describe(struct smc_conn *conn, uint64_t token, unsigned int size
 static int shm_peer_fds(int sock, const struct smc_clc_accept_confirm *peer, int *fd,
 			int *wake_fd)
 {
-	return smcr_shm_attach(sock, peer->d.token, fd, wake_fd);
+	return smcr_shm_attach(sock, peer ? peer->d.token : 0, fd, wake_fd);
 }
 
 static uint32_t shm_peer_token(const struct smc_clc_accept_confirm *peer)
