@@ -170,7 +170,8 @@ int shutdown(int fd, int how)
 {
 	struct smcr_sock *sk = smcr_fd_sock(fd);
 
-	if (sk && smcr_sock_takes(sk, fd, false))
+	/* never waits for the CLC exchange: a shutdown during it is applied when it ends */
+	if (sk && smcr_sock_takes(sk, fd, true))
 		return smcr_sock_shutdown(sk, fd, how);
 	return REAL(shutdown)(fd, how);
 }

@@ -607,7 +607,9 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 	for (int i = 0; i < ep->count; i++) {
 		struct member *m = ep->members[(ep->scan_from + i) % ep->count];
 
-		if (m->regime == REG_SMC || m->regime == REG_RESET)
+		/* one in its CLC exchange: a client is writable until a send blocks */
+		if (m->regime == REG_SMC || m->regime == REG_RESET ||
+		    (m->regime == REG_WATCH && smcr_fd_sock(m->fd)))
 			look_at(ep, m, out, &n, max);
 		else if (m->regime == REG_NESTED)
 			look_at_nested(ep, m, out, &n, max);

@@ -132,6 +132,10 @@ static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t 
 					fds[i].revents = k[nk].revents &
 							 (fds[i].events | POLLERR | POLLHUP);
 			}
+			/* a connected client in its CLC exchange: writable until a send blocks */
+			if (watch_of(fd) == W_DRIVE && smcr_fd_sock(fd))
+				fds[i].revents |= (short)(smcr_sock_poll(smcr_fd_sock(fd)) &
+							  (unsigned short)fds[i].events);
 			nk++;
 			break;
 		default:

@@ -53,6 +53,17 @@ static bool usable(struct smcr_sock *sk, int iovcnt)
 }
 
 /*
+ * The same for a sending call; one that finds a client's CLC exchange
+ * unfinished makes its poll() wait for the exchange (smcr_sock_poll).
+ */
+static bool usable_to_send(struct smcr_sock *sk, int iovcnt)
+{
+	if (smcr_sock_phase(sk) < SMCR_SOCK_SMC)
+		sk->sh->setup_send_tried = true;
+	return usable(sk, iovcnt);
+}
+
+/*
  * Whether the kernel would restart a socket call that a signal handler
  * interrupted: without a timeout on the socket, when the handler asked for
  * SA_RESTART.  Which signal came is not known here, so it restarts only if
@@ -107,7 +118,7 @@ ssize_t smcr_sock_send(struct smcr_sock *sk, const struct iovec *iov, int iovcnt
 	int smc_flags = flags & (MSG_OOB | MSG_MORE | MSG_DONTWAIT);
 	ssize_t n;
 
-	if (!usable(sk, iovcnt))
+	if (!usable_to_send(sk, iovcnt))
 		return -1;
 	if (sk->sh->corked)
 		smc_flags |= MSG_MORE;
@@ -178,8 +189,8 @@ ssize_t smcr_sock_splice_in(struct smcr_sock *sk, int pipe_fd, size_t len, unsig
 		errno = ENOMEM;
 		return -1;
 	}
-	if (smcr_sock_phase(sk) != SMCR_SOCK_SMC) {
-		n = not_ready(sk);
+	if (!usable_to_send(sk, 1)) {
+		n = -1;
 		goto out;
 	}
 	if (nonblock) {
@@ -232,24 +243,27 @@ ssize_t smcr_sock_splice_out(struct smcr_sock *sk, int pipe_fd, size_t len, unsi
 
 int smcr_sock_shutdown(struct smcr_sock *sk, int fd, int how)
 {
-	int rc = 0;
+	int rc;
 
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
 		errno = EINVAL;
 		return -1;
 	}
-	if (smcr_sock_phase(sk) != SMCR_SOCK_SMC)
+	switch (smcr_sock_phase(sk)) {
+	case SMCR_SOCK_IDLE:
+	case SMCR_SOCK_SETUP:
+		/*
+		 * As over TCP it takes effect now, but a FIN in the middle of
+		 * the exchange would cut it: it is applied when it ends.
+		 */
+		smcr_sock_shut_later(sk, how);
+		return 0;
+	case SMCR_SOCK_SMC:
+		rc = smcr_sock_shut_smc(sk, how);
+		return rc && rc != -EPIPE ? (int)result(rc) : 0;
+	default:
 		return REAL(shutdown)(fd, how);
-	/* the TCP connection stays whole: its end is how the peer learns we are gone */
-	if (how != SHUT_WR) {   /* a reader waiting now sees it too */
-		smc_conn_lock(&sk->conn);
-		sk->conn.st->rd_shut = true;
-		smc_conn_unlock(&sk->conn);
-		sk->conn.ops->wake(&sk->conn);
 	}
-	if (how != SHUT_RD)
-		rc = smc_tx_shutdown(&sk->conn);
-	return rc && rc != -EPIPE ? (int)result(rc) : 0;
 }
 
 void smcr_sock_set_nonblock(struct smcr_sock *sk, bool nonblock)
@@ -376,7 +390,13 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 	case SMCR_SOCK_SMC:
 		break;
 	default:
-		return 0;
+		/*
+		 * A client in its CLC exchange is writable, as its connected TCP
+		 * socket is, until a send finds it is not: a program that waits
+		 * for its connect() to complete before it tells the server to
+		 * accept (a passive FTP transfer) must not wait for that accept.
+		 */
+		return sk->sh->active && !sk->sh->setup_send_tried ? POLLOUT | POLLWRNORM : 0;
 	}
 	smc_conn_lock(conn);
 	if (smc_rx_readable_locked(conn) > 0)   /* fetches the peer's news first */

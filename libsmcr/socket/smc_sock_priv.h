@@ -27,6 +27,8 @@ struct sock_shared {
 	bool active;                    /* a client */
 	bool linger_abort;              /* SO_LINGER with a zero timeout: close resets */
 	bool corked;                    /* TCP_CORK: sends wait for more, as MSG_MORE */
+	bool setup_send_tried;          /* a client's send found the CLC exchange unfinished */
+	_Atomic int shut_pending;       /* SHUT_* + 1 asked during the CLC exchange; 0: none */
 	bool offered;                   /* our buffer is on offer as token */
 	enum smcr_reason offer_failed;  /* why it is not */
 	uint32_t transports;            /* SMCR_CONTROL_SHM, _RDMA: what smcr.conf allowed then */
@@ -55,5 +57,14 @@ static inline enum smcr_sock_phase phase_of(const struct smcr_sock *sk)
 {
 	return atomic_load_explicit(&sk->sh->phase, memory_order_acquire);
 }
+
+/*
+ * shutdown(how) of a connection on SMC: the TCP connection stays whole (its
+ * end is how the peer learns we are gone).  0 or a negative errno.
+ */
+int smcr_sock_shut_smc(struct smcr_sock *sk, int how);
+
+/* shutdown(how) asked during the CLC exchange: applied as it ends (smcr_sock_settle). */
+void smcr_sock_shut_later(struct smcr_sock *sk, int how);
 
 #endif

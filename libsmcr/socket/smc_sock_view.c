@@ -705,6 +705,36 @@ enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk)
 
 /* ---- the CLC exchange ---- */
 
+int smcr_sock_shut_smc(struct smcr_sock *sk, int how)
+{
+	if (how != SHUT_WR) {   /* a reader waiting now sees it too */
+		smc_conn_lock(&sk->conn);
+		sk->conn.st->rd_shut = true;
+		smc_conn_unlock(&sk->conn);
+		sk->conn.ops->wake(&sk->conn);
+	}
+	return how != SHUT_RD ? smc_tx_shutdown(&sk->conn) : 0;
+}
+
+/* SHUT_RD, SHUT_WR and SHUT_RDWR as bits (1, 2, 3), so that two calls add up. */
+void smcr_sock_shut_later(struct smcr_sock *sk, int how)
+{
+	atomic_fetch_or(&sk->sh->shut_pending, how + 1);
+}
+
+/* What shutdown() asked during the exchange, now that it ended in phase. */
+static void shut_as_asked(struct smcr_sock *sk, int fd, enum smcr_sock_phase phase)
+{
+	int bits = atomic_exchange(&sk->sh->shut_pending, 0);
+
+	if (!bits)
+		return;
+	if (phase == SMCR_SOCK_SMC)
+		smcr_sock_shut_smc(sk, bits - 1);
+	else if (phase == SMCR_SOCK_TCP)
+		REAL(shutdown)(fd, bits - 1);
+}
+
 /* Under the connection lock: the exchange of fd ended in state. */
 static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 {
@@ -787,8 +817,10 @@ enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wai
 		phase = phase_of(sk);
 	}
 	smc_conn_unlock(&sk->conn);
-	if (phase != SMCR_SOCK_SETUP)
+	if (phase != SMCR_SOCK_SETUP) {
+		shut_as_asked(sk, fd, phase);
 		phase_changed(fd);
+	}
 	return phase;
 }
 

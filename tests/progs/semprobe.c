@@ -224,6 +224,37 @@ static void row_shutdown(void)
 	unpair(c, s);
 }
 
+/*
+ * A client that half-closes as soon as its connect() completed, before the
+ * server accepted (under the preload: in its CLC exchange): the server
+ * reads the end, and its reply still arrives.
+ */
+static void row_shutdown_at_once(void)
+{
+	struct sockaddr_in a = loopback();
+	struct pollfd p = { .events = POLLOUT };
+	char buf[16] = { 0 };
+	int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), s;
+
+	puts("== shutdown as soon as connected");
+	CALL("non-blocking connect in progress", connect(c, (void *)&a, sizeof(a)) < 0 &&
+						 errno == EINPROGRESS);
+	p.fd = c;
+	CALL("poll: connected", poll(&p, 1, FOREVER));
+	CALL("shutdown(SHUT_WR) before the accept", shutdown(c, SHUT_WR));
+	s = accept(listener, NULL, NULL);
+	/* one thread holds both ends: the client's next call carries its exchange on */
+	CALL("the client's recv, nothing yet", recv(c, buf, sizeof(buf), 0));
+	await_in(s);
+	CALL("the server reads the end", recv(s, buf, sizeof(buf), 0));
+	CALL("the server replies", send(s, "reply", 5, 0));
+	CALL("fcntl: blocking", fcntl(c, F_SETFL, 0));
+	CALL("the client reads the reply", recv(c, buf, 5, MSG_WAITALL));
+	say("it is", buf);
+	pairs++;
+	unpair(c, s);
+}
+
 static void row_queues(void)
 {
 	char buf[128] = { 0 };
@@ -560,6 +591,7 @@ int main(int argc, char **argv)
 	listen_on_port();
 	row_sigpipe();
 	row_shutdown();
+	row_shutdown_at_once();
 	row_queues();
 	row_oob();
 	row_trunc_cork();

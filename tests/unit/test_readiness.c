@@ -61,7 +61,9 @@
 
 struct smcr_sock {
 	_Atomic int phase;              /* enum smcr_sock_phase */
-	_Atomic unsigned int mask;      /* what smcr_sock_poll() says */
+	_Atomic unsigned int mask;      /* what smcr_sock_poll() says on SMC */
+	_Atomic unsigned int setup_mask; /* and before: POLLOUT for a client none of whose
+					    sends found the CLC exchange unfinished */
 	_Atomic uint32_t events;
 	_Atomic bool armed;             /* as the real one, armed from the start */
 	_Atomic int refs;               /* the descriptor table's */
@@ -107,7 +109,8 @@ enum smcr_fd_state smcr_handshake_settle(int fd)
 
 unsigned int smcr_sock_poll(struct smcr_sock *sk)
 {
-	return atomic_load(&sk->mask);
+	return atomic_load(&sk->phase) < SMCR_SOCK_SMC ? atomic_load(&sk->setup_mask)
+						       : atomic_load(&sk->mask);
 }
 
 uint32_t smcr_sock_events(struct smcr_sock *sk)
@@ -779,6 +782,29 @@ static void nested_ready_only_with_something_to_report(void **state)
 	nest_close(&n);
 }
 
+/*
+ * A client whose connect() completed is writable during its CLC exchange
+ * as its TCP socket is, in poll and in epoll, while the socket layer says
+ * so: a program that waits for that before it asks the server to accept
+ * must not wait for the accept.  Nothing else is told before the exchange.
+ */
+static void client_in_exchange_is_writable(void **state)
+{
+	struct single one = single_open(SMCR_SOCK_SETUP, POLLIN, EPOLLIN | EPOLLOUT);
+	struct pollfd p = { .fd = one.c.fd, .events = POLLIN | POLLOUT };
+
+	(void)state;
+	atomic_store(&one.c.sk->setup_mask, POLLOUT | POLLWRNORM);
+	assert_int_equal(ep_one(one.ep, DATA_A, 0), EPOLLOUT);
+	assert_int_equal(smcr_poll(&p, 1, 0, NULL), 1);
+	assert_int_equal(p.revents, POLLOUT);
+	/* a send found it unfinished: now it waits for the exchange */
+	atomic_store(&one.c.sk->setup_mask, 0);
+	assert_int_equal(ep_one(one.ep, DATA_A, 0), 0);
+	assert_int_equal(smcr_poll(&p, 1, 0, NULL), 0);
+	single_close(&one);
+}
+
 static void nested_wakes_outer_epoll(void **state)
 {
 	struct nest n = nest_open();
@@ -821,6 +847,7 @@ int main(void)
 		cmocka_unit_test(select_bits_beside_a_pipe),
 		cmocka_unit_test(nested_ready_only_with_something_to_report),
 		cmocka_unit_test(nested_wakes_outer_epoll),
+		cmocka_unit_test(client_in_exchange_is_writable),
 		cmocka_unit_test(nested_wakes_poll),
 	};
 
