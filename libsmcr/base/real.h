@@ -83,7 +83,9 @@
 	X(int, epoll_pwait, (int, struct epoll_event *, int, int,                   \
 			     const sigset_t *))                                     \
 	X(int, epoll_pwait2, (int, struct epoll_event *, int,                       \
-			      const struct timespec *, const sigset_t *))
+			      const struct timespec *, const sigset_t *))              \
+	/* a new process by the raw clone system call (no fork handlers run) */     \
+	X(long, syscall, (long, ...))
 
 #define SMCR_REAL_TYPEDEF(ret, name, params) typedef ret(*smcr_real_##name##_t) params;
 SMCR_REAL_FUNCS(SMCR_REAL_TYPEDEF)

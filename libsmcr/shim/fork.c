@@ -14,7 +14,9 @@
  *      registered parent registers now, before a sandbox could forbid it;
  *   4. transports: what the child cannot use is forgotten, never touched
  *      (RDMA: the parent's links and devices).
- * posix_spawn and vfork run no fork handlers: spawning costs nothing.
+ * posix_spawn and vfork run no fork handlers: spawning costs nothing.  A
+ * process made by the raw clone system call (a sandbox's fork into new
+ * namespaces) gets the same steps through smcr_fork_by.
  */
 #include <pthread.h>
 
@@ -62,4 +64,17 @@ static void child(void)
 void smcr_fork_init(void)
 {
 	pthread_atfork(prepare, parent, child);
+}
+
+long smcr_fork_by(long (*fork_call)(void *arg), void *arg)
+{
+	long rc;
+
+	prepare();
+	rc = fork_call(arg);
+	if (rc == 0)
+		child();
+	else
+		parent();
+	return rc;
 }

@@ -29,7 +29,9 @@
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -500,6 +502,33 @@ static void row_nested(enum outer how, const char *name, bool outer_first)
 }
 
 /* The interposed calls the rows above leave out, each on a live connection. */
+/*
+ * A child made by the raw clone system call (as vsftpd isolates a
+ * session) holds the connection as a forked one does: its parent's close
+ * right after the clone does not end it, and what the child sends arrives.
+ */
+static void row_raw_clone(void)
+{
+	char buf[32] = { 0 };
+	int c, s, status;
+	long child;
+
+	puts("== a child of the raw clone system call");
+	pair(&c, &s);
+	child = syscall(SYS_clone, (long)SIGCHLD, 0L, 0L, 0L, 0L);
+	if (child == 0) {
+		close(c);
+		_exit(send(s, "from the clone", 14, 0) == 14 ? 0 : 1);
+	}
+	CALL("clone", child > 0);
+	close(s);
+	CALL("the parent's copy closed: the clone's bytes arrive", recv(c, buf, 14, MSG_WAITALL));
+	say("they are", buf);
+	CALL("then the end", recv(c, buf, sizeof(buf), 0));
+	CALL("the clone's exit", waitpid((pid_t)child, &status, 0) == child && status == 0);
+	close(c);
+}
+
 static void row_every_call(void)
 {
 	char buf[64] = { 0 }, file[] = "/tmp/semprobe.XXXXXX";
@@ -603,6 +632,7 @@ int main(int argc, char **argv)
 	row_nested(BY_PPOLL, "ppoll", false);
 	row_nested(BY_SELECT, "select", false);
 	row_nested(BY_PSELECT, "pselect", false);
+	row_raw_clone();
 	row_every_call();
 	closefrom(listener);
 	printf("connections: %d\n", pairs);
