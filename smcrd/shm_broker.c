@@ -357,11 +357,13 @@ static bool is_self(const struct smcrd_shm_offer *o, const struct smcrd_shm_conn
 	return c->netns == o->conn.netns && c->cookie == o->conn.cookie;
 }
 
-/* The offer made on the other end of connection c, if any. */
-static struct smcrd_shm_offer *find_peer(struct smcrd_shm_broker *b, const struct smcrd_shm_conn *c)
+/* The offer that match (is_peer, is_self) says belongs to connection c, if any. */
+static struct smcrd_shm_offer *find_by_conn(struct smcrd_shm_broker *b, const struct smcrd_shm_conn *c,
+					    bool (*match)(const struct smcrd_shm_offer *,
+							  const struct smcrd_shm_conn *))
 {
 	for (size_t i = 0; i < b->n; i++)
-		if (is_peer(&b->offers[i], c))
+		if (match(&b->offers[i], c))
 			return &b->offers[i];
 	return NULL;
 }
@@ -373,7 +375,7 @@ int smcrd_shm_attach(struct smcrd_shm_broker *b, uint64_t *token, int sock, int 
 	char why[64];
 
 	if (!read_conn(sock, &c, why, sizeof(why)))
-		o = *token ? find(b, *token) : find_peer(b, &c);
+		o = *token ? find(b, *token) : find_by_conn(b, &c, is_peer);
 	if (!o || !is_peer(o, &c) || dup_fds((const int[]){ o->memfd, o->efd }, 2, fds))
 		return -EACCES;
 	*token = o->token;
@@ -403,17 +405,13 @@ int smcrd_shm_resume(struct smcrd_shm_broker *b, int sock, uint64_t asker, uint6
 		     uint64_t *adopted, int fds[SMCRD_SHM_RESUME_FDS], size_t *nfds)
 {
 	struct smcrd_shm_conn c;
-	struct smcrd_shm_offer *own = NULL, *peer = NULL;
+	struct smcrd_shm_offer *own, *peer;
 	char why[64];
 
 	if (read_conn(sock, &c, why, sizeof(why)))
 		return -ENOENT;
-	for (size_t i = 0; i < b->n; i++) {
-		if (is_self(&b->offers[i], &c))
-			own = &b->offers[i];
-		else if (is_peer(&b->offers[i], &c))
-			peer = &b->offers[i];
-	}
+	own = find_by_conn(b, &c, is_self);
+	peer = find_by_conn(b, &c, is_peer);
 	if (!own || dup_fds((const int[]){ own->statefd, own->memfd, own->efd }, 3, fds))
 		return -ENOENT;
 	*nfds = 3;

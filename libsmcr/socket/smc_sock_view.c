@@ -188,6 +188,20 @@ static int attach_peer(struct smcr_sock *sk, const struct smc_clc_accept_confirm
 	return rc;
 }
 
+/*
+ * The client's buffer that the server got before its Accept (setup_reach),
+ * into *fd and *wake_fd, which are the caller's from now on; false if none.
+ */
+static bool take_reached(struct smcr_sock *sk, int *fd, int *wake_fd)
+{
+	if (sk->reached_fd < 0)
+		return false;
+	*fd = sk->reached_fd;
+	*wake_fd = sk->reached_wake_fd;
+	sk->reached_fd = sk->reached_wake_fd = -1;
+	return true;
+}
+
 /* ---- the CLC exchange's transport (smc_setup.h) ---- */
 
 /*
@@ -329,13 +343,8 @@ static enum smcr_reason setup_attach(void *ctx, const struct smc_clc_accept_conf
 
 	if (peer->smc_type != t->setup.clc_type)
 		return SMCR_REASON_SYNCERR;
-	if (sk->reached_fd >= 0) {              /* the server's, got before its Accept */
-		fd = sk->reached_fd;
-		wake_fd = sk->reached_wake_fd;
-		sk->reached_fd = sk->reached_wake_fd = -1;
-	} else if (t->setup.peer_fds) {
+	if (!take_reached(sk, &fd, &wake_fd) && t->setup.peer_fds)
 		rc = t->setup.peer_fds(sk->sh->setup.sock, peer, &fd, &wake_fd);
-	}
 	if (!rc)
 		rc = attach_peer(sk, peer, fd, wake_fd);
 	if (rc) {
@@ -517,13 +526,11 @@ static void close_all(int *fds, int n)
 static int attach_reached(struct smcr_sock *sk)
 {
 	struct smc_clc_accept_confirm peer = peer_described(sk);
-	int rc;
+	int fd, wake_fd;
 
-	if (sk->reached_fd < 0)
+	if (!take_reached(sk, &fd, &wake_fd))
 		return -ENOENT;
-	rc = attach_peer(sk, &peer, sk->reached_fd, sk->reached_wake_fd);
-	sk->reached_fd = sk->reached_wake_fd = -1;     /* attach_peer took them */
-	return rc;
+	return attach_peer(sk, &peer, fd, wake_fd);
 }
 
 /*
