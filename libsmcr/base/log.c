@@ -3,8 +3,10 @@
  *
  * Lines go to a copy of the stderr the process started with (smcr_log_use_fd;
  * fd 2 until then) with a raw write system call (never our interposed
- * write(), and nothing of real.c, which logs through here) in a single call,
- * so lines from several threads do not interleave.
+ * write(), which logs through here) in a single call, so lines from several
+ * threads do not interleave.  The C library's syscall() is interposed too,
+ * only to watch for clone (entry/preload_clone.c): a write passes straight
+ * through it.
  */
 #include <arpa/inet.h>
 #include <errno.h>

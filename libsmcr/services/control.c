@@ -207,7 +207,7 @@ int smcr_control_map_call(enum smcr_control_map map, int cmd, int fd, uint32_t *
 		attr.map_fd = (uint32_t)map_fd;
 		attr.key = (uint64_t)(uintptr_t)&fd;
 		attr.value = (uint64_t)(uintptr_t)value;
-		rc = syscall(SYS_bpf, cmd, &attr, sizeof(attr)) == 0 ? 0 : -errno;
+		rc = REAL(syscall)(SYS_bpf, cmd, &attr, sizeof(attr)) == 0 ? 0 : -errno;
 	}
 	unlock_here();
 	errno = saved_errno;

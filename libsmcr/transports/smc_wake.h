@@ -45,7 +45,7 @@ static inline void smc_wake_signal_fd(int fd)
 static inline long smc_futex(_Atomic uint32_t *word, int op, uint32_t val,
 			     const struct timespec *timeout)
 {
-	return syscall(SYS_futex, word, op, val, timeout, NULL, 0);
+	return REAL(syscall)(SYS_futex, word, op, val, timeout, NULL, 0);
 }
 
 /* The first slice of a wait of timeout_ms (< 0: for ever), into *ts; its length. */
