@@ -351,18 +351,28 @@ static void check_buffer(const int fds[2])
 	close_all(fds, 2);
 }
 
-/* Only the other end of the offering connection gets an offer's buffer. */
+/*
+ * Only the other end of the offering connection gets an offer's buffer;
+ * token 0 names whichever that other end offered.
+ */
 static void check_attach(struct run *run, const struct smcr_control_msg *m, const int *in,
 			 const struct fuzz_control_request *req)
 {
-	struct offer_record *o = offer_named(run, m->token);
 	enum fuzz_fd_kind kind = slot_kind(req->slot[0]);
+	uint64_t token = m->token;
+	struct offer_record *o = offer_named(run, token);
 	int fds[2];
-	int rc = smcrd_shm_attach(&run->broker, &m->token, in[0], fds);
+	int rc = smcrd_shm_attach(&run->broker, &token, in[0], fds);
 
-	CHECK((rc == 0) == (o && is_tcp_end(kind) && kind == other_end(o->end)));
-	if (rc == 0)
-		check_buffer(fds);
+	if (m->token)
+		CHECK((rc == 0) == (o && is_tcp_end(kind) && kind == other_end(o->end)));
+	else
+		CHECK((rc == 0) == (is_tcp_end(kind) && offered_on(run, other_end(kind))));
+	if (rc)
+		return;
+	o = offer_named(run, token);
+	CHECK(o && o->end == other_end(kind));
+	check_buffer(fds);
 }
 
 /* The socket an offer was made on gets it back, with its peer's if that end offered too. */
