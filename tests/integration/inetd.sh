@@ -1,0 +1,62 @@
+#!/bin/bash
+# inetd.sh BUILD_DIR - an inetd-style super-server under the preload:
+# xinetd accepts each connection, forks and execs a shell script with the
+# connection as its descriptors 0, 1 and 2, which reads a file name and
+# execs cat on that file.  Twelve clients at once (socat, preloaded) each
+# ask for one of three files (1 byte, 1 MiB, 3 MiB) and must get it whole,
+# checked by sha256.  Every connection goes over $SMCR_TEST_TRANSPORT,
+# from xinetd's accept through two exec'd images, with no fallback, and
+# none of libsmcr's lines reaches a client (stderr is the connection too).
+. "$(dirname "$0")/lib.sh"
+PORT=19460
+command -v xinetd > /dev/null || { fail "xinetd is not installed (tools/install-deps.sh --test)"; finish; }
+start_smcrd "$PORT" 64
+
+mkdir "$WORK/files"
+head -c 1 /dev/urandom > "$WORK/files/tiny"
+head -c $((1 << 20)) /dev/urandom > "$WORK/files/mid"
+head -c $((3 << 20)) /dev/urandom > "$WORK/files/big"
+cat > "$WORK/serve.sh" <<'EOS'
+IFS= read -r name
+exec cat "$1/$name"
+EOS
+cat > "$WORK/xinetd.conf" <<EOC
+service smcr-files
+{
+	type = UNLISTED
+	port = $PORT
+	bind = $TEST_ADDR
+	socket_type = stream
+	protocol = tcp
+	wait = no
+	user = root
+	server = /bin/sh
+	server_args = $WORK/serve.sh $WORK/files
+	passenv = LD_PRELOAD SMCR_RUNDIR SMCR_LOG ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS
+	instances = 50
+	cps = 1000 1
+}
+EOC
+start_bg xinetd smcr xinetd -dontfork -f "$WORK/xinetd.conf" -pidfile "$WORK/xinetd.pid"
+server=$LAST_PID
+wait_listen "$PORT" "$server" || finish
+
+names=(tiny mid big)
+pids=()
+bytes=0
+for i in $(seq 0 11); do
+	name=${names[i % 3]}
+	bytes=$((bytes + $(stat -c %s "$WORK/files/$name")))
+	echo "$name" | run_mode smcr timeout 60 socat - "TCP:$TEST_ADDR:$PORT" \
+		> "$WORK/got$i" 2> "$WORK/client$i.err" &
+	pids+=($!)
+done
+for i in $(seq 0 11); do
+	wait "${pids[i]}"
+	expect_eq "client $i: socat exit status" "$?" 0
+	expect_eq "client $i: ${names[i % 3]}, sha256" "$(sha256sum < "$WORK/got$i")" \
+		"$(sha256sum < "$WORK/files/${names[i % 3]}")"
+done
+on_transport "files served" 12 "$bytes"
+stop_bg "$server"
+finish
