@@ -1,0 +1,49 @@
+#!/bin/bash
+# forkserver_many.sh BUILD_DIR - a fork-per-connection server at scale:
+# `socat TCP-LISTEN:P,fork EXEC:cat` under the preload serves 1,000
+# connections from one preloaded python client, 8 at a time, each echoing
+# 4 KiB byte-exact.  Every child exits without closing its connection and
+# the listener closed its copy at once, so nobody withdraws the buffers:
+# smcrd must find each one gone while the listener runs.  max_memory (32
+# MB) holds the buffers of about 60 connections, so without that every
+# connection after the first few dozen would fall back with MEM; here all
+# must go over $SMCR_TEST_TRANSPORT with no fallback, and with the listener
+# still up smcrctl (stats and status) must count no buffer memory in use
+# at the end.
+. "$(dirname "$0")/lib.sh"
+need socat
+PORT=19412
+CONNS=1000
+start_smcrd $PORT 32
+
+start_bg listener smcr socat "TCP-LISTEN:$PORT,reuseaddr,fork,backlog=64,bind=$TEST_ADDR" EXEC:cat
+listener=$LAST_PID
+wait_listen "$PORT" "$listener" || finish
+
+cat > "$WORK/client.py" <<'EOS'
+import os, socket, sys
+from concurrent.futures import ThreadPoolExecutor
+addr, port, conns = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def echo(i):
+    data = os.urandom(4096)
+    with socket.create_connection((addr, port)) as c:
+        c.sendall(data)
+        c.shutdown(socket.SHUT_WR)
+        got = b""
+        while (piece := c.recv(65536)):
+            got += piece
+    return got == data
+with ThreadPoolExecutor(8) as pool:
+    same = sum(pool.map(echo, range(conns)))
+print("echoes the same:", same)
+EOS
+run_mode smcr timeout 300 "$PY" "$WORK/client.py" "$TEST_ADDR" "$PORT" "$CONNS" \
+	> "$WORK/client.out" 2> "$WORK/client.err"
+expect_eq "client exit status" "$?" 0
+expect_eq "echoes" "$(cat "$WORK/client.out")" "echoes the same: $CONNS"
+on_transport "fork server" "$CONNS" $((CONNS * 4096))
+memory_back "buffer memory in use with the listener still up"
+expect_eq "smcrctl status, with the listener still up" \
+	"$("$BIN/smcrctl" status | sed -n 's/^memory: *\([0-9.]*\) MiB in use.*/\1/p')" 0.0
+kill -0 "$listener" 2> /dev/null || fail "the listener is gone"
+finish
