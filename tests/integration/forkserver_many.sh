@@ -20,24 +20,7 @@ start_bg listener smcr socat "TCP-LISTEN:$PORT,reuseaddr,fork,backlog=64,bind=$T
 listener=$LAST_PID
 wait_listen "$PORT" "$listener" || finish
 
-cat > "$WORK/client.py" <<'EOS'
-import os, socket, sys
-from concurrent.futures import ThreadPoolExecutor
-addr, port, conns = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-def echo(i):
-    data = os.urandom(4096)
-    with socket.create_connection((addr, port)) as c:
-        c.sendall(data)
-        c.shutdown(socket.SHUT_WR)
-        got = b""
-        while (piece := c.recv(65536)):
-            got += piece
-    return got == data
-with ThreadPoolExecutor(8) as pool:
-    same = sum(pool.map(echo, range(conns)))
-print("echoes the same:", same)
-EOS
-run_mode smcr timeout 300 "$PY" "$WORK/client.py" "$TEST_ADDR" "$PORT" "$CONNS" \
+run_mode smcr timeout 300 "$PY" "$(dirname "$0")/echo_clients.py" "$TEST_ADDR" "$PORT" "$CONNS" 8 4096 \
 	> "$WORK/client.out" 2> "$WORK/client.err"
 expect_eq "client exit status" "$?" 0
 expect_eq "echoes" "$(cat "$WORK/client.out")" "echoes the same: $CONNS"
