@@ -3,9 +3,10 @@
  *
  * Start: give libsmcr's lines a descriptor of their own, read the logging
  * settings, wire the layers' start-up callbacks (shim/descriptors.c),
- * install the fork handling (shim/fork.c), carry on with the SMC
- * connections the process inherited across exec, and put the standard
- * streams among them on libsmcr's calls (std_streams.c).  End: at
+ * learn the host tag while /proc is there, install the fork handling
+ * (shim/fork.c), carry on with the SMC connections the process inherited
+ * across exec, and put the standard streams among them on libsmcr's calls
+ * (std_streams.c).  End: at
  * SMCR_LOG=info, one line saying what was seen, if the process used TCP.
  * Nothing here may print at the default level or change the process.
  */
@@ -19,6 +20,7 @@
 #include "handshake.h"
 #include "log.h"
 #include "real.h"
+#include "smc_sock.h"
 #include "stats.h"
 #include "std_streams.h"
 #include "sys.h"
@@ -46,6 +48,7 @@ __attribute__((constructor)) static void smcr_init(void)
 	smcr_log_use_fd(log_descriptor());
 	smcr_log_init();
 	smcr_descriptors_init();
+	smcr_sock_learn_host();
 	smcr_fork_init();
 	smcr_log(SMCR_LOG_DEBUG, "loaded into %s", program_invocation_short_name);
 	smcr_handshake_adopt_inherited();

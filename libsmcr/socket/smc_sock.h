@@ -58,6 +58,13 @@ void smcr_sock_put(struct smcr_sock *sk, int fd);
  */
 void smcr_sock_on_phase_change(void (*changed)(int fd));
 
+/*
+ * Reads the host tag of our CLC messages now, at start: a worker that
+ * chroots later has no /proc, and its connections live in the network
+ * namespace it started in, even if it moves to another.
+ */
+void smcr_sock_learn_host(void);
+
 /* Its phase, as this process can use it (RESET if it cannot reach the buffers). */
 enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk);
 

@@ -101,14 +101,13 @@ static uint32_t fnv1a(uint32_t h, const void *data, size_t len)
 }
 
 /*
- * Our GID: a host tag in bits 63-32 (the boot and the network namespace:
- * two ends agree on it exactly when they can share memory through smcrd),
- * the process in bits 31-0.
+ * The host tag: the boot and the network namespace, from /proc, read once.
+ * Two ends agree on it exactly when they can share memory through smcrd.
  */
-static uint64_t local_gid(void)
+static uint32_t host_tag(void)
 {
-	static _Atomic uint32_t host_tag;
-	uint32_t tag = atomic_load_explicit(&host_tag, memory_order_relaxed);
+	static _Atomic uint32_t known;
+	uint32_t tag = atomic_load_explicit(&known, memory_order_relaxed);
 
 	if (!tag) {
 		char boot_id[64] = "";
@@ -123,9 +122,20 @@ static uint64_t local_gid(void)
 		stat("/proc/self/ns/net", &ns);
 		tag = fnv1a(2166136261u, boot_id, strlen(boot_id));
 		tag = fnv1a(tag, &ns.st_ino, sizeof(ns.st_ino)) | 1;
-		atomic_store_explicit(&host_tag, tag, memory_order_relaxed);
+		atomic_store_explicit(&known, tag, memory_order_relaxed);
 	}
-	return (uint64_t)tag << 32 | (uint32_t)getpid();
+	return tag;
+}
+
+void smcr_sock_learn_host(void)
+{
+	host_tag();
+}
+
+/* Our GID: the host tag in bits 63-32, the process in bits 31-0. */
+static uint64_t local_gid(void)
+{
+	return (uint64_t)host_tag() << 32 | (uint32_t)getpid();
 }
 
 /* ---- the buffer and the state, offered to smcrd ---- */
