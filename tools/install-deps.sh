@@ -12,7 +12,7 @@ build=(cmake make gcc pkg-config libc6-dev
        libibverbs-dev librdmacm-dev libnl-3-dev libnl-route-3-dev
        libcmocka-dev clang libbpf-dev linux-libc-dev
        redis-server redis-tools)
-tests=(iperf3 sockperf socat curl vsftpd xinetd python3 procps iproute2 tcpdump util-linux
+tests=(iperf3 sockperf socat curl vsftpd xinetd openssh-server python3 procps iproute2 tcpdump util-linux
        libclang-rt-14-dev man-db bsdextrautils nginx wrk nodejs)
 
 vm=(qemu-system-x86 linux-image-amd64 busybox-static cpio gzip kmod iproute2

@@ -6,15 +6,20 @@
  * write(), which logs through here) in a single call, so lines from several
  * threads do not interleave.  The C library's syscall() is interposed too,
  * only to watch for clone (entry/preload_clone.c): a write passes straight
- * through it.
+ * through it.  Nothing goes to a regular file once the process limits
+ * the size of the files it writes (smcr_log_file_limit).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -24,6 +29,8 @@
 int smcr_log_level = SMCR_LOG_ERROR;
 static int log_to_syslog;
 static int log_fd = STDERR_FILENO;
+static bool log_fd_is_file;             /* a regular file, which RLIMIT_FSIZE bounds */
+static _Atomic bool file_size_limited;
 
 static const char *const level_names[] = {
 	[SMCR_LOG_ERROR] = "error",
@@ -42,7 +49,23 @@ int smcr_log_parse_level(const char *name)
 
 void smcr_log_use_fd(int fd)
 {
+	struct stat st;
+	int saved_errno = errno;
+
 	log_fd = fd;
+	log_fd_is_file = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	errno = saved_errno;
+}
+
+void smcr_log_file_limit(unsigned long long soft)
+{
+	atomic_store(&file_size_limited, soft != RLIM_INFINITY);
+}
+
+/* Whether a line may go to log_fd now. */
+static bool log_fd_writable(void)
+{
+	return log_fd >= 0 && !(log_fd_is_file && atomic_load(&file_size_limited));
 }
 
 void smcr_log_init(void)
@@ -108,7 +131,7 @@ void smcr_log_write(enum smcr_log_level level, const char *fmt, ...)
 	va_end(ap);
 	if (log_to_syslog)
 		syslog(LOG_USER | syslog_prio[level], "%.*s", (int)len - 1, line);
-	else if (len && log_fd >= 0)
+	else if (len && log_fd_writable())
 		(void)syscall(SYS_write, log_fd, line, len);
 	errno = saved_errno;
 }

@@ -29,6 +29,14 @@ void smcr_log_init(void);
  */
 void smcr_log_use_fd(int fd);
 
+/*
+ * The process's RLIMIT_FSIZE soft limit changed to soft (RLIM_INFINITY:
+ * none).  Under a limit, lines no longer go to a regular file: a write
+ * past the limit raises SIGXFSZ, which kills the process (sandboxes set it
+ * to 0), and where the file ends cannot be asked of every sandbox.
+ */
+void smcr_log_file_limit(unsigned long long soft);
+
 /* "warn" -> SMCR_LOG_WARN; returns -1 for anything else. */
 int smcr_log_parse_level(const char *name);
 

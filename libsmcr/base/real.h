@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -85,7 +86,11 @@
 	X(int, epoll_pwait2, (int, struct epoll_event *, int,                       \
 			      const struct timespec *, const sigset_t *))              \
 	/* a new process by the raw clone system call (no fork handlers run) */     \
-	X(long, syscall, (long, ...))
+	X(long, syscall, (long, ...))                                               \
+	/* the limits a process confines itself with (made with the C library's   \
+	   prlimit64, never through REAL: entry/preload_confine.c) */               \
+	X(int, setrlimit, (__rlimit_resource_t, const struct rlimit *))             \
+	X(int, setrlimit64, (__rlimit_resource_t, const struct rlimit64 *))
 
 #define SMCR_REAL_TYPEDEF(ret, name, params) typedef ret(*smcr_real_##name##_t) params;
 SMCR_REAL_FUNCS(SMCR_REAL_TYPEDEF)

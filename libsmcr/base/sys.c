@@ -178,10 +178,10 @@ static short select_revents(const struct wide_sets *got, const struct pollfd *p)
 	return revents;
 }
 
-/* poll() by select(), for a process whose RLIMIT_NOFILE is below nfds. */
-static int poll_by_select(struct pollfd *fds, nfds_t nfds, int timeout_ms)
+/* ppoll() by pselect(), for a process whose RLIMIT_NOFILE is below nfds. */
+static int poll_by_select(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
+			  const sigset_t *sigmask)
 {
-	struct timeval tv = { timeout_ms / 1000, timeout_ms % 1000 * 1000 };
 	struct wide_sets sets;
 	unsigned long *room;
 	int top = -1, rc, ready = 0;
@@ -205,9 +205,9 @@ static int poll_by_select(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 		if (fds[i].events & POLLPRI)
 			set_bit(sets.pri, fds[i].fd);
 	}
-	rc = REAL(select)(top + 1, (fd_set *)sets.in, (fd_set *)sets.out, (fd_set *)sets.pri,
-			  timeout_ms < 0 ? NULL : &tv);
-	int saved_errno = errno;        /* select's, for a failure; the peeks' are not */
+	rc = REAL(pselect)(top + 1, (fd_set *)sets.in, (fd_set *)sets.out, (fd_set *)sets.pri,
+			   timeout, sigmask);
+	int saved_errno = errno;        /* pselect's, for a failure; the peeks' are not */
 
 	for (nfds_t i = 0; i < nfds; i++) {
 		fds[i].revents = rc > 0 ? select_revents(&sets, &fds[i]) : 0;
@@ -218,14 +218,26 @@ static int poll_by_select(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 	return rc < 0 ? rc : ready;
 }
 
-int smcr_sys_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
+/*
+ * Not getrlimit() to tell the limit's EINVAL from another: a sandbox's
+ * filter may forbid it, and a select() wait is right for any of them (a
+ * bad timeout or mask fails there too).
+ */
+int smcr_sys_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
+		   const sigset_t *sigmask)
 {
-	int saved_errno = errno, rc = REAL(poll)(fds, nfds, timeout_ms);
-	struct rlimit rl;
+	int saved_errno = errno, rc = REAL(ppoll)(fds, nfds, timeout, sigmask);
 
-	if (rc < 0 && errno == EINVAL && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < nfds) {
+	if (rc < 0 && errno == EINVAL && nfds > 0) {
 		errno = saved_errno;
-		return poll_by_select(fds, nfds, timeout_ms);
+		return poll_by_select(fds, nfds, timeout, sigmask);
 	}
 	return rc;
+}
+
+int smcr_sys_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
+{
+	struct timespec ts = { timeout_ms / 1000, timeout_ms % 1000 * 1000000L };
+
+	return smcr_sys_ppoll(fds, nfds, timeout_ms < 0 ? NULL : &ts, NULL);
 }

@@ -19,7 +19,9 @@
 #define SMCR_SYS_H
 
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
+#include <time.h>
 
 /*
  * Moves fd (ours) to the lowest free number at or above half the soft
@@ -48,14 +50,19 @@ int smcr_sys_memfd_sealed(uint64_t bytes);
 int smcr_sys_eventfd(void);
 
 /*
- * poll() for libsmcr's own waits, which must work in whatever process the
- * application made of itself: one that lowered RLIMIT_NOFILE below the
- * number of descriptors waited on (sandboxes set it to 0) gets EINVAL from
- * poll(), so then the wait is made with select(), which that limit does
- * not bound.  As poll(): the count of ready entries, 0 at the timeout, or
- * -1 and errno (EINTR included).  events: POLLIN, POLLOUT, POLLPRI and
- * POLLRDHUP; a select() wait tells POLLRDHUP by a peek that reads the end.
+ * ppoll() for the waits libsmcr makes, its own and those it makes for the
+ * application, which must work in whatever process the application made of
+ * itself: one that lowered RLIMIT_NOFILE below the number of descriptors
+ * waited on (sandboxes set it to 0 or 1) gets EINVAL from ppoll(), so then
+ * the wait is made with pselect(), which that limit does not bound.  As
+ * ppoll(): the count of ready entries, 0 at the timeout, or -1 and errno
+ * (EINTR included).  events: POLLIN, POLLOUT, POLLPRI and POLLRDHUP; a
+ * select() wait tells POLLRDHUP by a peek that reads the end.
  */
+int smcr_sys_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
+		   const sigset_t *sigmask);
+
+/* smcr_sys_ppoll() with a timeout in milliseconds (-1: none) and no mask. */
 int smcr_sys_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms);
 
 #endif

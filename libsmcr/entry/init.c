@@ -21,6 +21,7 @@
 #include "log.h"
 #include "real.h"
 #include "smc_sock.h"
+#include "spin.h"
 #include "stats.h"
 #include "std_streams.h"
 #include "sys.h"
@@ -49,6 +50,7 @@ __attribute__((constructor)) static void smcr_init(void)
 	smcr_log_init();
 	smcr_descriptors_init();
 	smcr_sock_learn_host();
+	smcr_spin_learn_cpus();
 	smcr_fork_init();
 	smcr_log(SMCR_LOG_DEBUG, "loaded into %s", program_invocation_short_name);
 	smcr_handshake_adopt_inherited();

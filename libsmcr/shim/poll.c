@@ -19,6 +19,7 @@
 #include "readiness.h"
 #include "readiness_priv.h"
 #include "real.h"
+#include "sys.h"
 #include "smc_sock.h"
 #include "smc_transport.h"
 #include "spin.h"
@@ -99,7 +100,7 @@ static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t 
 		ts = (struct timespec){ timeout_ms / 1000, timeout_ms % 1000 * 1000000L };
 		tsp = &ts;
 	}
-	rc = REAL(ppoll)(k, nk, tsp, sigmask);
+	rc = smcr_sys_ppoll(k, nk, tsp, sigmask);
 	if (rc < 0)
 		return -1;
 	nk = 0;

@@ -20,6 +20,10 @@
  * How long a spin lasts and whether it is steady is the transport's word
  * (struct smcr_spin_how); a wait on several connections (poll, epoll)
  * spins as the most patient of them would.
+ *
+ * The number of CPUs is learnt once, at start (smcr_spin_learn_cpus):
+ * asking later reads /sys or calls sched_getaffinity(), which a sandboxed
+ * process may not do (a seccomp filter kills it for the second).
  */
 #ifndef SMCR_SPIN_H
 #define SMCR_SPIN_H
@@ -27,7 +31,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <unistd.h>
 
 #define SMCR_SPIN_NS		20000
 #define SMCR_SPIN_GIVE_UP	4
@@ -64,20 +67,18 @@ static inline void smcr_cpu_relax(void)
 #endif
 }
 
+/* The CPUs online, as learnt at start (1 until then: no spin). */
+extern _Atomic int smcr_spin_cpus;
+
+/* Learns the number of CPUs online, before the process can sandbox itself. */
+void smcr_spin_learn_cpus(void);
+
 /* How long the next wait may spin: 0 or how.ns (0: nothing to spin for). */
 static inline uint64_t smcr_spin_budget(struct smcr_spin *s, struct smcr_spin_how how)
 {
-	static _Atomic int cpus;
-	int n = atomic_load_explicit(&cpus, memory_order_relaxed);
 	uint32_t pause = atomic_load_explicit(&s->pause, memory_order_relaxed);
 
-	if (!how.ns)
-		return 0;
-	if (!n) {
-		n = (int)sysconf(_SC_NPROCESSORS_ONLN);
-		atomic_store_explicit(&cpus, n, memory_order_relaxed);
-	}
-	if (n < 2)
+	if (!how.ns || atomic_load_explicit(&smcr_spin_cpus, memory_order_relaxed) < 2)
 		return 0;
 	if (pause && !how.steady) {
 		atomic_store_explicit(&s->pause, pause - 1, memory_order_relaxed);

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -536,6 +537,48 @@ static void row_raw_clone(void)
 	close(c);
 }
 
+/*
+ * A child that confines itself as sandboxes do, then uses the connection:
+ * RLIMIT_NOFILE 1 (below what an SMC wait watches) and RLIMIT_FSIZE 0 (a
+ * line written to a regular file then raises SIGXFSZ, which kills: run it
+ * with stderr in a file and a log level that has libsmcr speak at exit).
+ */
+static void row_confined_child(void)
+{
+	const struct rlimit one = { 1, 1 }, none = { 0, 0 };
+	const struct rlimit64 none64 = { 0, 0 };
+	char buf[8] = { 0 };
+	int c, s, status, ended;
+	ssize_t got, sent;
+	pid_t child;
+
+	puts("== a child that lowers its limits, then uses the connection");
+	pair(&c, &s);
+	fflush(stdout);
+	child = fork();
+	if (child == 0) {
+		close(c);
+		CALL("child: setrlimit(RLIMIT_NOFILE, 1)", setrlimit(RLIMIT_NOFILE, &one));
+		CALL("child: setrlimit(RLIMIT_FSIZE, 0)", setrlimit(RLIMIT_FSIZE, &none));
+		CALL("child: setrlimit64(RLIMIT_CORE, 0)", setrlimit64(RLIMIT_CORE, &none64));
+		show_poll("child: poll, nothing yet", s, POLLIN, 0);
+		CALL("child: send", send(s, "ping", 4, 0));
+		show_poll("child: poll for the answer", s, POLLIN, FOREVER);
+		CALL("child: recv", recv(s, buf, 4, 0));
+		printf("%-44s %.4s\n", "child: bytes", buf);
+		exit(0);                /* through the destructors, which may speak */
+	}
+	close(s);
+	got = recv(c, buf, 4, MSG_WAITALL);     /* told after the child's lines */
+	sent = send(c, "pong", 4, 0);
+	ended = waitpid(child, &status, 0) == child ? status : -1;
+	CALL("fork", child > 0);
+	CALL("parent: recv", got);
+	CALL("parent: send", sent);
+	CALL("the child's end", ended);
+	close(c);
+}
+
 static void row_every_call(void)
 {
 	char buf[64] = { 0 }, file[] = "/tmp/semprobe.XXXXXX";
@@ -640,6 +683,7 @@ int main(int argc, char **argv)
 	row_nested(BY_SELECT, "select", false);
 	row_nested(BY_PSELECT, "pselect", false);
 	row_raw_clone();
+	row_confined_child();
 	row_every_call();
 	closefrom(listener);
 	printf("connections: %d\n", pairs);

@@ -6,7 +6,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "log.h"
@@ -82,6 +87,47 @@ static void sockaddr_names(void **state)
 	assert_string_equal(smcr_sockaddr_str(NULL, 0, buf, sizeof(buf)), "?");
 }
 
+/*
+ * Writes one error line to a regular file under RLIMIT_FSIZE 0, in a
+ * child; returns its wait status.  told: whether the log hears of the limit.
+ */
+static int log_under_file_size_limit(bool told)
+{
+	char path[] = "/tmp/test_log.XXXXXX";
+	int fd = mkstemp(path), status = -1;
+	pid_t child;
+
+	assert_true(fd >= 0);
+	unlink(path);
+	child = fork();
+	if (child == 0) {
+		struct rlimit none = { 0, 0 };
+
+		smcr_log_use_fd(fd);
+		if (setrlimit(RLIMIT_FSIZE, &none) != 0)
+			_exit(2);
+		if (told)
+			smcr_log_file_limit(none.rlim_cur);
+		smcr_log(SMCR_LOG_ERROR, "a line past the limit");
+		_exit(0);
+	}
+	assert_int_equal(waitpid(child, &status, 0), child);
+	close(fd);
+	smcr_log_use_fd(STDERR_FILENO);
+	return status;
+}
+
+/* A sandbox's RLIMIT_FSIZE 0 makes a log line to a file SIGXFSZ: none is written. */
+static void no_line_to_a_file_past_its_limit(void **state)
+{
+	int status = log_under_file_size_limit(false);
+
+	(void)state;
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ);   /* the danger */
+	status = log_under_file_size_limit(true);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 static void stats_line_and_reset(void **state)
 {
 	(void)state;
@@ -121,6 +167,7 @@ int main(void)
 		cmocka_unit_test(long_line_truncated_with_newline),
 		cmocka_unit_test(logging_keeps_errno),
 		cmocka_unit_test(sockaddr_names),
+		cmocka_unit_test(no_line_to_a_file_past_its_limit),
 		cmocka_unit_test(stats_line_and_reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
