@@ -24,6 +24,7 @@
 struct smc_setup_run {
 	struct smc_setup *s;
 	const struct smc_setup_transport *t;
+	int sock;                       /* ours, never a number read from the page */
 };
 
 static int64_t now_ms(void)
@@ -33,20 +34,20 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void start(struct smc_setup *s, enum smc_setup_state state, int sock, uint64_t gid)
+static void start(struct smc_setup *s, enum smc_setup_state state, uint64_t gid)
 {
-	*s = (struct smc_setup){ .state = state, .sock = sock, .gid = gid, .need = SMC_CLC_HDR_LEN,
+	*s = (struct smc_setup){ .state = state, .gid = gid, .need = SMC_CLC_HDR_LEN,
 				 .deadline_ms = now_ms() + SMC_CLC_WAIT_MS };
 }
 
-void smc_setup_client(struct smc_setup *s, int sock, uint64_t gid)
+void smc_setup_client(struct smc_setup *s, uint64_t gid)
 {
-	start(s, SMC_SETUP_CLIENT_START, sock, gid);
+	start(s, SMC_SETUP_CLIENT_START, gid);
 }
 
-void smc_setup_server(struct smc_setup *s, int sock, uint64_t gid)
+void smc_setup_server(struct smc_setup *s, uint64_t gid)
 {
-	start(s, SMC_SETUP_SERVER_WAIT_PROPOSAL, sock, gid);
+	start(s, SMC_SETUP_SERVER_WAIT_PROPOSAL, gid);
 }
 
 /* Ends the exchange; a buffer prepared for a connection not on SMC is given up. */
@@ -65,17 +66,17 @@ static enum smc_setup_state finish(const struct smc_setup_run *run, enum smc_set
 }
 
 /* Writes a whole message before the CLC deadline; false if it could not. */
-static bool send_msg(struct smc_setup *s, const uint8_t *msg, int len)
+static bool send_msg(const struct smc_setup_run *run, const uint8_t *msg, int len)
 {
 	for (int sent = 0; len > 0 && sent < len;) {
-		ssize_t n = REAL(send)(s->sock, msg + sent, (size_t)(len - sent),
+		ssize_t n = REAL(send)(run->sock, msg + sent, (size_t)(len - sent),
 				       MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n > 0) {
 			sent += (int)n;
 			continue;
 		}
-		int left = (int)(s->deadline_ms - now_ms());
-		struct pollfd p = { .fd = s->sock, .events = POLLOUT };
+		int left = (int)(run->s->deadline_ms - now_ms());
+		struct pollfd p = { .fd = run->sock, .events = POLLOUT };
 		if ((n < 0 && errno != EAGAIN && errno != EINTR) || left <= 0 ||
 		    smcr_sys_poll(&p, 1, left) < 0)
 			return false;
@@ -86,12 +87,11 @@ static bool send_msg(struct smc_setup *s, const uint8_t *msg, int len)
 /* Declines with reason and leaves the connection on TCP. */
 static enum smc_setup_state decline(const struct smc_setup_run *run, enum smcr_reason reason)
 {
-	struct smc_setup *s = run->s;
 	struct smc_clc_decline d = { .peer_diagnosis = smcr_reason_code(reason) };
 	uint8_t msg[SMC_CLC_DECLINE_LEN];
 	int len = smc_clc_encode_decline(msg, sizeof(msg), &d);
 
-	if (!send_msg(s, msg, len))
+	if (!send_msg(run, msg, len))
 		return finish(run, SMC_SETUP_RESET, reason);      /* the peer waits for a message */
 	return finish(run, SMC_SETUP_FALLBACK, reason);
 }
@@ -109,13 +109,19 @@ static enum smc_setup_state declined(const struct smc_setup_run *run, const stru
 /*
  * Reads the next message without blocking, header first so that not one
  * byte past it is taken from the stream.  1: whole message in s->buf;
- * 0: not yet; -1: the stream failed (reason in *why); -2: the peer closed
- * its end (PEERCLOSED).
+ * 0: not yet; -1: the stream failed or the page holds what no exchange
+ * leaves there (reason in *why); -2: the peer closed its end (PEERCLOSED).
  */
-static int receive(struct smc_setup *s, enum smcr_reason *why)
+static int receive(const struct smc_setup_run *run, enum smcr_reason *why)
 {
+	struct smc_setup *s = run->s;
+
+	if (s->need > sizeof(s->buf) || s->have > s->need) {
+		*why = SMCR_REASON_SYNCERR;     /* another holder of the page wrote it */
+		return -1;
+	}
 	while (s->have < s->need) {
-		ssize_t n = REAL(recv)(s->sock, s->buf + s->have, s->need - s->have, MSG_DONTWAIT);
+		ssize_t n = REAL(recv)(run->sock, s->buf + s->have, s->need - s->have, MSG_DONTWAIT);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return 0;
 		if (n == 0 || (n < 0 && errno == ECONNRESET)) {
@@ -142,7 +148,7 @@ static int next_msg(const struct smc_setup_run *run, int wait_ms, struct smc_clc
 	int got;
 
 	for (;;) {
-		got = receive(s, &why);
+		got = receive(run, &why);
 		if (got)
 			break;
 		int64_t left = s->deadline_ms - now_ms();
@@ -152,7 +158,7 @@ static int next_msg(const struct smc_setup_run *run, int wait_ms, struct smc_clc
 		}
 		if (wait_ms <= 0)
 			return 0;
-		struct pollfd p = { .fd = s->sock, .events = POLLIN };
+		struct pollfd p = { .fd = run->sock, .events = POLLIN };
 		int64_t until = now_ms() + wait_ms;
 		if (smcr_sys_poll(&p, 1, (int)(left < wait_ms ? left : wait_ms)) < 0 && errno != EINTR) {
 			finish(run, SMC_SETUP_RESET, SMCR_REASON_INTERR);
@@ -197,7 +203,7 @@ static enum smc_setup_state client_start(const struct smc_setup_run *run)
 		prop.ism_gid = 0;
 	int len = smc_clc_encode_proposal(msg, sizeof(msg), &prop);
 
-	if (!send_msg(s, msg, len))
+	if (!send_msg(run, msg, len))
 		return finish(run, SMC_SETUP_RESET, SMCR_REASON_INTERR);
 	s->offered = prop.smc_type;
 	s->state = SMC_SETUP_CLIENT_WAIT_ACCEPT;
@@ -244,7 +250,7 @@ static enum smc_setup_state client_accepted(const struct smc_setup_run *run,
 		return decline(run, why);
 	conf.first_contact = acc->first_contact;        /* echoed, as RFC 7609 has it */
 	int len = smc_clc_encode_confirm(msg, sizeof(msg), &conf);
-	if (!send_msg(s, msg, len))
+	if (!send_msg(run, msg, len))
 		return finish(run, SMC_SETUP_RESET, SMCR_REASON_INTERR);
 	return finish(run, SMC_SETUP_DONE, SMCR_REASON_NONE);
 }
@@ -288,7 +294,7 @@ static enum smc_setup_state server_proposed(const struct smc_setup_run *run, con
 	    (why = describe(run, &acc)) != SMCR_REASON_NONE)
 		return decline(run, why);
 	int len = smc_clc_encode_accept(msg, sizeof(msg), &acc);
-	if (!send_msg(s, msg, len))
+	if (!send_msg(run, msg, len))
 		return finish(run, SMC_SETUP_RESET, SMCR_REASON_INTERR);
 	s->state = SMC_SETUP_SERVER_WAIT_CONFIRM;
 	return s->state;
@@ -321,10 +327,11 @@ static uint8_t expected(enum smc_setup_state state)
 	}
 }
 
-enum smc_setup_state smc_setup_progress(struct smc_setup *s,
+enum smc_setup_state smc_setup_progress(struct smc_setup *s, int sock,
 					const struct smc_setup_transport *transport, int wait_ms)
 {
-	const struct smc_setup_run this_call = { .s = s, .t = transport }, *run = &this_call;
+	const struct smc_setup_run this_call = { .s = s, .t = transport, .sock = sock },
+				   *run = &this_call;
 	int saved_errno = errno;
 	struct smc_clc_msg m;
 

@@ -23,13 +23,13 @@ struct sock_shared {
 	_Atomic unsigned int holders;   /* processes with a view of it, and messages */
 	_Atomic unsigned int in_flight; /* of which messages carrying it (SCM_RIGHTS) */
 	_Atomic int phase;              /* enum smcr_sock_phase */
-	_Atomic bool nonblock;          /* O_NONBLOCK, as the application set it */
-	bool active;                    /* a client */
-	bool linger_abort;              /* SO_LINGER with a zero timeout: close resets */
-	bool corked;                    /* TCP_CORK: sends wait for more, as MSG_MORE */
-	bool setup_send_tried;          /* a client's send found the CLC exchange unfinished */
+	_Atomic smc_flag nonblock;      /* O_NONBLOCK, as the application set it */
+	smc_flag active;                /* a client */
+	smc_flag linger_abort;          /* SO_LINGER with a zero timeout: close resets */
+	smc_flag corked;                /* TCP_CORK: sends wait for more, as MSG_MORE */
+	smc_flag setup_send_tried;      /* a client's send found the CLC exchange unfinished */
 	_Atomic int shut_pending;       /* SHUT_* + 1 asked during the CLC exchange; 0: none */
-	bool offered;                   /* our buffer is on offer as token */
+	smc_flag offered;               /* our buffer is on offer as token */
 	enum smcr_reason offer_failed;  /* why it is not */
 	uint32_t transports;            /* SMCR_CONTROL_SHM, _RDMA: what smcr.conf allowed then */
 	enum smcr_transport_id transport;       /* which one the connection uses */

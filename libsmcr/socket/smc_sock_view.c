@@ -258,7 +258,7 @@ static const struct smc_transport_ops *transport_of_type(enum smc_type type)
 static bool offerable(struct smcr_sock *sk, const struct smc_transport_ops *t,
 		      bool local_offered, struct smc_clc_local *lcl)
 {
-	int fd = sk->sh->setup.sock;
+	int fd = sk->conn.sock;
 
 	if (!(sk->sh->transports & t->setup.allowed_by) ||
 	    (t->setup.remote_only && local_offered && peer_is_local(fd)))
@@ -319,7 +319,7 @@ static enum smcr_reason move_to(struct smcr_sock *sk, const struct smc_transport
 		rc = t->setup.join_peer(&sk->conn, peer, &sk->first_contact);
 	if (!rc)
 		return SMCR_REASON_NONE;
-	smcr_log(SMCR_LOG_WARN, "fd %d: no %s for the connection: %s", sk->sh->setup.sock,
+	smcr_log(SMCR_LOG_WARN, "fd %d: no %s for the connection: %s", sk->conn.sock,
 		 t->name, strerror(-rc));
 	return transport_reason(rc);
 }
@@ -354,12 +354,12 @@ static enum smcr_reason setup_attach(void *ctx, const struct smc_clc_accept_conf
 	if (peer->smc_type != t->setup.clc_type)
 		return SMCR_REASON_SYNCERR;
 	if (!take_reached(sk, &fd, &wake_fd) && t->setup.peer_fds)
-		rc = t->setup.peer_fds(sk->sh->setup.sock, peer, &fd, &wake_fd);
+		rc = t->setup.peer_fds(sk->conn.sock, peer, &fd, &wake_fd);
 	if (!rc)
 		rc = attach_peer(sk, peer, fd, wake_fd);
 	if (rc) {
 		smcr_log(SMCR_LOG_WARN, "fd %d: cannot use the peer's %s buffer: %s",
-			 sk->sh->setup.sock, t->name, strerror(-rc));
+			 sk->conn.sock, t->name, strerror(-rc));
 		return transport_reason(rc);
 	}
 	sk->conn.st->peer_token = t->setup.peer_token(peer);
@@ -383,10 +383,10 @@ static enum smcr_reason setup_reach(void *ctx)
 	if (!t->setup.peer_fds)
 		return SMCR_REASON_NONE;
 	drop_reached(sk);
-	rc = t->setup.peer_fds(sk->sh->setup.sock, NULL, &fd, &wake_fd);
+	rc = t->setup.peer_fds(sk->conn.sock, NULL, &fd, &wake_fd);
 	if (rc) {
 		smcr_log(SMCR_LOG_DEBUG, "fd %d: cannot reach the client's %s buffer: %s",
-			 sk->sh->setup.sock, t->name, strerror(-rc));
+			 sk->conn.sock, t->name, strerror(-rc));
 		/*
 		 * A process that can no longer receive a descriptor (RLIMIT_NOFILE,
 		 * the reply's descriptors cut off) has confined itself; otherwise
@@ -425,7 +425,7 @@ static void setup_abandon(void *ctx)
 	struct smcr_sock *sk = ctx;
 
 	drop_reached(sk);
-	withdraw(sk, sk->sh->setup.sock);
+	withdraw(sk, sk->conn.sock);
 }
 
 /* ---- views ---- */
@@ -817,9 +817,9 @@ enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wai
 	phase = phase_of(sk);
 	if (phase == SMCR_SOCK_IDLE) {
 		if (sk->sh->active)
-			smc_setup_client(setup, fd, local_gid());
+			smc_setup_client(setup, local_gid());
 		else
-			smc_setup_server(setup, fd, local_gid());
+			smc_setup_server(setup, local_gid());
 		phase = SMCR_SOCK_SETUP;
 		atomic_store_explicit(&sk->sh->phase, phase, memory_order_release);
 	}
@@ -827,8 +827,7 @@ enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wai
 		bool wait = may_wait && !atomic_load(&sk->sh->nonblock);
 
 		/* the exchange may have begun in another process: ours is fd */
-		setup->sock = fd;
-		smc_setup_progress(setup, &transport, wait ? SMC_CLC_WAIT_MS : 0);
+		smc_setup_progress(setup, fd, &transport, wait ? SMC_CLC_WAIT_MS : 0);
 		if (smc_setup_final(setup))
 			conclude(sk, fd, setup->state);
 		phase = phase_of(sk);

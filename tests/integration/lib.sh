@@ -32,6 +32,8 @@
 #   fallback_reasons, fallback_count REASON   smcrd's fallbacks by reason
 #   interposed_functions   the functions libsmcr interposes (real.h)
 #   until_true CMD...  up to 5 s for CMD to succeed
+#   test_user NAME     $TEST_UID: an unprivileged system user NAME, created
+#                      for the test (if missing) and removed at exit
 #   pass MSG / fail MSG / finish
 #
 # What a test cannot miss (checked by finish, whatever the test asserted):
@@ -90,11 +92,17 @@ case $TEST_TRANSPORT in
 	*) echo "FAIL: SMCR_TEST_TRANSPORT=$TEST_TRANSPORT: shm or rdma"; exit 1 ;;
 esac
 
+CREATED_USERS=()
 cleanup() {
+	local user
 	for pid in "${BG_PIDS[@]}"; do
 		kill "$pid" 2>/dev/null
 	done
 	wait 2>/dev/null
+	for user in "${CREATED_USERS[@]}"; do
+		pkill -KILL -u "$user" 2>/dev/null
+		userdel "$user" 2>/dev/null
+	done
 	if [ "$FAILED" = 0 ]; then
 		rm -rf "$WORK"
 	else
@@ -114,6 +122,18 @@ show_logs() {
 	done
 }
 trap cleanup EXIT
+
+# test_user NAME: sets TEST_UID to the uid of the system user NAME, made
+# for this test if it does not exist (and then removed at exit).  No home,
+# no shell, no group but its own.
+test_user() {
+	if ! id -u "$1" > /dev/null 2>&1; then
+		useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "$1" ||
+			{ fail "useradd $1"; finish; }
+		CREATED_USERS+=("$1")
+	fi
+	TEST_UID=$(id -u "$1")
+}
 
 pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; FAILED=1; }

@@ -126,16 +126,16 @@ static void *run_side(void *arg)
 	struct smc_setup_transport t = FAKE_TRANSPORT(&sd->fake);
 
 	if (sd->client)
-		smc_setup_client(&sd->setup, sd->sock, sd->gid);
+		smc_setup_client(&sd->setup, sd->gid);
 	else
-		smc_setup_server(&sd->setup, sd->sock, sd->gid);
+		smc_setup_server(&sd->setup, sd->gid);
 	if (sd->timeout_ms) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		sd->setup.deadline_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + sd->timeout_ms;
 	}
 	while (!smc_setup_final(&sd->setup))
-		smc_setup_progress(&sd->setup, &t, 50);
+		smc_setup_progress(&sd->setup, sd->sock, &t, 50);
 	if (sd->send_after)
 		send(sd->sock, sd->send_after, strlen(sd->send_after), MSG_NOSIGNAL);
 	return NULL;
@@ -455,19 +455,50 @@ static void progress_without_waiting(void **state)
 	struct smc_setup_transport ts = FAKE_TRANSPORT(&fs);
 	struct smc_setup client, server;
 	tcp_pair(&c, &s);
-	smc_setup_server(&server, s, HOST_GID(2));
-	assert_int_equal(smc_setup_progress(&server, &ts, 0), SMC_SETUP_SERVER_WAIT_PROPOSAL);
-	smc_setup_client(&client, c, HOST_GID(1));
-	assert_int_equal(smc_setup_progress(&client, &tc, 0), SMC_SETUP_CLIENT_WAIT_ACCEPT);
+	smc_setup_server(&server, HOST_GID(2));
+	assert_int_equal(smc_setup_progress(&server, s, &ts, 0), SMC_SETUP_SERVER_WAIT_PROPOSAL);
+	smc_setup_client(&client, HOST_GID(1));
+	assert_int_equal(smc_setup_progress(&client, c, &tc, 0), SMC_SETUP_CLIENT_WAIT_ACCEPT);
 	for (int i = 0; i < 1000 && !(smc_setup_final(&client) && smc_setup_final(&server)); i++) {
-		smc_setup_progress(&server, &ts, 0);
-		smc_setup_progress(&client, &tc, 0);
+		smc_setup_progress(&server, s, &ts, 0);
+		smc_setup_progress(&client, c, &tc, 0);
 		usleep(1000);
 	}
 	assert_int_equal(client.state, SMC_SETUP_DONE);
 	assert_int_equal(server.state, SMC_SETUP_DONE);
 	close(c);
 	close(s);
+}
+
+/*
+ * The exchange's state lives in a page every holder of the connection maps:
+ * one that rewrote where the next message goes gets the exchange reset,
+ * never a receive past the buffer.
+ */
+static void rewritten_receive_bounds_reset(void **state)
+{
+	(void)state;
+	struct fake fs = { .token = 2 };
+	struct smc_setup_transport ts = FAKE_TRANSPORT(&fs);
+	struct smc_setup server;
+	const size_t bad[][2] = {       /* have, need */
+		{ 0, sizeof(server.buf) + 1 },
+		{ sizeof(server.buf) + 4096, SMC_CLC_HDR_LEN },
+		{ SMC_CLC_HDR_LEN + 1, SMC_CLC_HDR_LEN },
+	};
+	int c, s;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		tcp_pair(&c, &s);
+		assert_int_equal(send(c, "SMCR", 4, 0), 4);     /* something to receive */
+		smc_setup_server(&server, HOST_GID(2));
+		server.have = bad[i][0];
+		server.need = bad[i][1];
+		assert_int_equal(smc_setup_progress(&server, s, &ts, 0), SMC_SETUP_RESET);
+		assert_int_equal(server.reason, SMCR_REASON_SYNCERR);
+		close(c);
+		close(s);
+	}
 }
 
 int main(void)
@@ -489,6 +520,7 @@ int main(void)
 		cmocka_unit_test(silent_peer_times_out),
 		cmocka_unit_test(later_version_only_declined),
 		cmocka_unit_test(progress_without_waiting),
+		cmocka_unit_test(rewritten_receive_bounds_reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
