@@ -241,3 +241,23 @@ int smcr_sys_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 
 	return smcr_sys_ppoll(fds, nfds, timeout_ms < 0 ? NULL : &ts, NULL);
 }
+
+bool smcr_sys_restarts(int timeout_ms)
+{
+	if (timeout_ms > 0)
+		return false;
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+
+		/* a fault comes from the thread's own instruction, never into a wait */
+		if (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
+		    sig == SIGTRAP || sig == SIGSYS)
+			continue;
+		if (sigaction(sig, NULL, &sa) != 0 || sa.sa_handler == SIG_DFL ||
+		    sa.sa_handler == SIG_IGN)
+			continue;
+		if (!(sa.sa_flags & SA_RESTART))
+			return false;
+	}
+	return true;
+}

@@ -20,6 +20,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -64,5 +65,14 @@ int smcr_sys_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeo
 
 /* smcr_sys_ppoll() with a timeout in milliseconds (-1: none) and no mask. */
 int smcr_sys_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms);
+
+/*
+ * Whether the kernel would restart a socket call that a signal handler
+ * interrupted: without a timeout on the socket, when the handler asked for
+ * SA_RESTART.  Which signal came is not known here, so it restarts only if
+ * every signal with a handler asks for it (an EINTR in doubt is what a
+ * program that installs such a handler expects to handle).
+ */
+bool smcr_sys_restarts(int timeout_ms);
 
 #endif

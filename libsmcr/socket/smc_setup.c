@@ -132,6 +132,8 @@ static int receive(const struct smc_setup_run *run, enum smcr_reason *why)
 			*why = SMCR_REASON_SYNCERR;
 			return -1;
 		}
+		if (!s->have)           /* begun: the rest must come within the CLC wait */
+			s->deadline_ms = now_ms() + SMC_CLC_WAIT_MS;
 		s->have += (size_t)n;
 		if (s->have == SMC_CLC_HDR_LEN && s->need == SMC_CLC_HDR_LEN &&
 		    (*why = smc_clc_frame_length(s->buf, &s->need)) != SMCR_REASON_NONE)
@@ -140,7 +142,13 @@ static int receive(const struct smc_setup_run *run, enum smcr_reason *why)
 	return 1;
 }
 
-/* The next message, waiting up to wait_ms; 1, 0 (not yet) or -1 (state final). */
+/*
+ * The next message, waiting up to wait_ms; 1, 0 (not yet) or -1 (state
+ * final).  A message not yet begun is waited for as long as the caller
+ * waits, as TCP waits for data: the peer's application may call, and so
+ * carry its side of the exchange, whenever it likes.  One that began must
+ * end within the CLC wait.
+ */
 static int next_msg(const struct smc_setup_run *run, int wait_ms, struct smc_clc_msg *msg)
 {
 	struct smc_setup *s = run->s;
@@ -151,8 +159,8 @@ static int next_msg(const struct smc_setup_run *run, int wait_ms, struct smc_clc
 		got = receive(run, &why);
 		if (got)
 			break;
-		int64_t left = s->deadline_ms - now_ms();
-		if (left <= 0) {
+		int64_t left = s->have ? s->deadline_ms - now_ms() : wait_ms;
+		if (left <= 0 && s->have) {
 			finish(run, SMC_SETUP_RESET, SMCR_REASON_TIMEOUT_CL);
 			return -1;
 		}

@@ -85,7 +85,7 @@ struct smc_setup {
 	enum smcr_reason reason;        /* FALLBACK, RESET: why */
 	uint32_t peer_diagnosis;        /* a peer's Decline: its code */
 	uint64_t gid;                   /* ours: host tag in bits 63-32 */
-	int64_t deadline_ms;            /* CLOCK_MONOTONIC, of the wait in progress */
+	int64_t deadline_ms;            /* CLOCK_MONOTONIC: the message begun, or ours, is through by then */
 	uint8_t prepared;               /* our buffer exists: abandon it if we stay on TCP */
 	enum smc_type offered;          /* client: what its Proposal offered */
 	enum smc_type chosen;           /* R or D, once prepared */

@@ -27,24 +27,38 @@
 #include "smc_rx.h"
 #include "smc_sock_priv.h"
 #include "smc_tx.h"
+#include "sys.h"
 
 /* sendfile and splice move bytes through a bounce buffer this large. */
 #define BOUNCE_SIZE 65536
 
 /* ---- data ---- */
 
-/* Calls on a connection that is not (yet) on SMC: how they fail. */
-static ssize_t not_ready(struct smcr_sock *sk)
+/* Whether a call with flags may block on sk. */
+static bool blocking(struct smcr_sock *sk, int flags)
 {
-	errno = smcr_sock_phase(sk) == SMCR_SOCK_RESET ? ECONNRESET : EAGAIN;
-	return -1;
+	return !(flags & MSG_DONTWAIT) && !atomic_load_explicit(&sk->sh->nonblock,
+							       memory_order_relaxed);
 }
 
-/* A data call with iovcnt buffers may go ahead on sk; if not, errno says why. */
-static bool usable(struct smcr_sock *sk, int iovcnt)
+/*
+ * Whether a data call with iovcnt buffers and flags may go ahead on sk; if
+ * not, errno says why.  On a connection not (yet) on SMC, a call that may
+ * block got here only when its wait for the CLC exchange ended first, and
+ * smcr_sock_settle left the errno that says why (EAGAIN: the socket's
+ * timeout; EINTR: a signal).
+ */
+static bool usable(struct smcr_sock *sk, int iovcnt, int flags)
 {
-	if (smcr_sock_phase(sk) != SMCR_SOCK_SMC)
-		return not_ready(sk) == 0;
+	enum smcr_sock_phase phase = smcr_sock_phase(sk);
+
+	if (phase != SMCR_SOCK_SMC) {
+		if (phase == SMCR_SOCK_RESET)
+			errno = ECONNRESET;
+		else if (!blocking(sk, flags) || errno != EINTR)
+			errno = EAGAIN;
+		return false;
+	}
 	if (iovcnt < 0 || iovcnt > IOV_MAX) {
 		errno = EINVAL;
 		return false;
@@ -56,38 +70,11 @@ static bool usable(struct smcr_sock *sk, int iovcnt)
  * The same for a sending call; one that finds a client's CLC exchange
  * unfinished makes its poll() wait for the exchange (smcr_sock_poll).
  */
-static bool usable_to_send(struct smcr_sock *sk, int iovcnt)
+static bool usable_to_send(struct smcr_sock *sk, int iovcnt, int flags)
 {
 	if (smcr_sock_phase(sk) < SMCR_SOCK_SMC)
 		sk->sh->setup_send_tried = true;
-	return usable(sk, iovcnt);
-}
-
-/*
- * Whether the kernel would restart a socket call that a signal handler
- * interrupted: without a timeout on the socket, when the handler asked for
- * SA_RESTART.  Which signal came is not known here, so it restarts only if
- * every signal with a handler asks for it (an EINTR in doubt is what a
- * program that installs such a handler expects to handle).
- */
-static bool restarts(int timeout_ms)
-{
-	if (timeout_ms > 0)
-		return false;
-	for (int sig = 1; sig < NSIG; sig++) {
-		struct sigaction sa;
-
-		/* a fault comes from the thread's own instruction, never into a wait */
-		if (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
-		    sig == SIGTRAP || sig == SIGSYS)
-			continue;
-		if (sigaction(sig, NULL, &sa) != 0 || sa.sa_handler == SIG_DFL ||
-		    sa.sa_handler == SIG_IGN)
-			continue;
-		if (!(sa.sa_flags & SA_RESTART))
-			return false;
-	}
-	return true;
+	return usable(sk, iovcnt, flags);
 }
 
 static ssize_t result(ssize_t n)
@@ -104,11 +91,11 @@ ssize_t smcr_sock_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt
 	bool nonblock = atomic_load_explicit(&sk->sh->nonblock, memory_order_relaxed);
 	ssize_t n;
 
-	if (!usable(sk, iovcnt))
+	if (!usable(sk, iovcnt, flags))
 		return -1;
 	do
 		n = smc_rx_recv(&sk->conn, iov, iovcnt, flags & known, nonblock);
-	while (n == -EINTR && restarts(sk->conn.st->rcv_timeout_ms));
+	while (n == -EINTR && smcr_sys_restarts(sk->conn.st->rcv_timeout_ms));
 	return result(n);
 }
 
@@ -118,13 +105,13 @@ ssize_t smcr_sock_send(struct smcr_sock *sk, const struct iovec *iov, int iovcnt
 	int smc_flags = flags & (MSG_OOB | MSG_MORE | MSG_DONTWAIT);
 	ssize_t n;
 
-	if (!usable_to_send(sk, iovcnt))
+	if (!usable_to_send(sk, iovcnt, flags))
 		return -1;
 	if (sk->sh->corked)
 		smc_flags |= MSG_MORE;
 	do
 		n = smc_tx_send(&sk->conn, iov, iovcnt, smc_flags, nonblock);
-	while (n == -EINTR && restarts(sk->conn.st->snd_timeout_ms));
+	while (n == -EINTR && smcr_sys_restarts(sk->conn.st->snd_timeout_ms));
 	if (n == -EPIPE && !(flags & MSG_NOSIGNAL))
 		raise(SIGPIPE);
 	return result(n);
@@ -189,7 +176,7 @@ ssize_t smcr_sock_splice_in(struct smcr_sock *sk, int pipe_fd, size_t len, unsig
 		errno = ENOMEM;
 		return -1;
 	}
-	if (!usable_to_send(sk, 1)) {
+	if (!usable_to_send(sk, 1, flags & SPLICE_F_NONBLOCK ? MSG_DONTWAIT : 0)) {
 		n = -1;
 		goto out;
 	}

@@ -70,7 +70,11 @@ enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk);
 
 /*
  * Drives the CLC exchange of fd as far as it goes without waiting, or
- * (may_wait, and fd blocking) to its end.  Returns the phase reached.
+ * (may_wait, and fd blocking) to its end, however long the peer takes to
+ * begin its next message, as a TCP call waits for data.  Returns the phase
+ * reached; a wait that ended first (still SMCR_SOCK_SETUP) leaves errno
+ * EAGAIN (the socket's SO_RCVTIMEO or SO_SNDTIMEO, the shorter) or EINTR
+ * (a signal whose handler does not restart calls).
  */
 enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wait);
 

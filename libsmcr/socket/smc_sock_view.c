@@ -797,22 +797,21 @@ static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 	atomic_store_explicit(&sk->sh->phase, SMCR_SOCK_RESET, memory_order_release);
 }
 
-enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wait)
+/*
+ * One step of sk's CLC exchange on fd, under the connection's lock and
+ * without waiting: begun if it was not, taken as far as the messages that
+ * came allow, concluded if it ended.  Returns the phase.
+ */
+static enum smcr_sock_phase exchange_step(struct smcr_sock *sk, int fd)
 {
-	enum smcr_sock_phase phase;
 	const struct smc_setup_transport transport = {
 		.offers = setup_offers, .prepare = setup_prepare, .reach = setup_reach,
 		.attach = setup_attach, .describe = setup_describe, .abandon = setup_abandon,
 		.ctx = sk,
 	};
 	struct smc_setup *setup = &sk->sh->setup;
+	enum smcr_sock_phase phase;
 
-	/* the descriptor it was known by may be closed (put): this one serves */
-	if (__builtin_expect(sk->conn.sock < 0, 0))
-		sk->conn.sock = fd;
-	phase = smcr_sock_phase(sk);
-	if (phase >= SMCR_SOCK_SMC)
-		return phase;
 	smc_conn_lock(&sk->conn);
 	phase = phase_of(sk);
 	if (phase == SMCR_SOCK_IDLE) {
@@ -824,15 +823,84 @@ enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wai
 		atomic_store_explicit(&sk->sh->phase, phase, memory_order_release);
 	}
 	if (phase == SMCR_SOCK_SETUP) {
-		bool wait = may_wait && !atomic_load(&sk->sh->nonblock);
-
 		/* the exchange may have begun in another process: ours is fd */
-		smc_setup_progress(setup, fd, &transport, wait ? SMC_CLC_WAIT_MS : 0);
+		smc_setup_progress(setup, fd, &transport, 0);
 		if (smc_setup_final(setup))
 			conclude(sk, fd, setup->state);
 		phase = phase_of(sk);
 	}
 	smc_conn_unlock(&sk->conn);
+	return phase;
+}
+
+static int64_t monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Waits until the peer's next CLC message may have come on fd, with the
+ * connection unlocked, so that other threads and processes go on with it
+ * meanwhile: a round of at most SMC_CLC_WAIT_SHORT_MS, after which the
+ * step checks a message that began and stalled.  *waited_ms counts the
+ * wait against the socket's timeout_ms (0: none).  Returns 0 to go on, or
+ * why the wait must end before the exchange: EAGAIN, that timeout passed;
+ * EINTR, a signal came whose handler does not restart the call.
+ */
+static int await_message(int fd, int timeout_ms, int64_t *waited_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int64_t round = SMC_CLC_WAIT_SHORT_MS, start = monotonic_ms();
+	int saved_errno = errno, rc;
+
+	if (timeout_ms > 0 && timeout_ms - *waited_ms < round)
+		round = timeout_ms - *waited_ms;
+	if (round <= 0)
+		return EAGAIN;
+	rc = smcr_sys_poll(&p, 1, (int)round);
+	*waited_ms += monotonic_ms() - start;
+	rc = rc < 0 && errno == EINTR && !smcr_sys_restarts(timeout_ms) ? EINTR : 0;
+	errno = saved_errno;
+	return rc;              /* a poll that failed otherwise: the step sees why */
+}
+
+/*
+ * What bounds a blocking call's wait for the exchange: the shorter of the
+ * socket's timeouts (0: neither is set).  The exchange stands in the way of
+ * both directions, and a program that set either expects its calls back.
+ */
+static int exchange_timeout_ms(const struct smcr_sock *sk)
+{
+	int rcv = sk->conn.st->rcv_timeout_ms, snd = sk->conn.st->snd_timeout_ms;
+
+	if (rcv <= 0 || snd <= 0)
+		return rcv > 0 ? rcv : snd > 0 ? snd : 0;
+	return rcv < snd ? rcv : snd;
+}
+
+enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wait)
+{
+	enum smcr_sock_phase phase;
+	int64_t waited_ms = 0;
+
+	/* the descriptor it was known by may be closed (put): this one serves */
+	if (__builtin_expect(sk->conn.sock < 0, 0))
+		sk->conn.sock = fd;
+	phase = smcr_sock_phase(sk);
+	if (phase >= SMCR_SOCK_SMC)
+		return phase;
+	bool wait = may_wait && !atomic_load(&sk->sh->nonblock);
+	int timeout_ms = exchange_timeout_ms(sk);
+
+	int stop = 0;
+
+	while ((phase = exchange_step(sk, fd)) == SMCR_SOCK_SETUP && wait && !stop)
+		stop = await_message(fd, timeout_ms, &waited_ms);
+	if (stop)
+		errno = stop;
 	if (phase != SMCR_SOCK_SETUP) {
 		shut_as_asked(sk, fd, phase);
 		phase_changed(fd);

@@ -115,7 +115,6 @@ struct side {
 	uint64_t gid;
 	struct fake fake;
 	struct smc_setup setup;
-	int64_t timeout_ms;             /* 0: the CLC default */
 	const char *send_after;         /* application data written once final */
 	char received[64];              /* application data read once final */
 };
@@ -129,11 +128,6 @@ static void *run_side(void *arg)
 		smc_setup_client(&sd->setup, sd->gid);
 	else
 		smc_setup_server(&sd->setup, sd->gid);
-	if (sd->timeout_ms) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		sd->setup.deadline_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + sd->timeout_ms;
-	}
 	while (!smc_setup_final(&sd->setup))
 		smc_setup_progress(&sd->setup, sd->sock, &t, 50);
 	if (sd->send_after)
@@ -345,11 +339,10 @@ static void client_without_transport_declines(void **state)
  * A "client" that sends raw bytes, and then closes its end if told to: the
  * server must not take them for CLC.
  */
-static struct smc_setup raw_server(const void *bytes, size_t len, int64_t timeout_ms,
-				   bool then_close)
+static struct smc_setup raw_server(const void *bytes, size_t len, bool then_close)
 {
 	int c, s;
-	struct side sd = { .gid = HOST_GID(2), .timeout_ms = timeout_ms };
+	struct side sd = { .gid = HOST_GID(2) };
 	pthread_t t;
 	tcp_pair(&c, &s);
 	sd.sock = s;
@@ -368,7 +361,7 @@ static void garbage_resets(void **state)
 {
 	(void)state;
 	static const char http[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
-	struct smc_setup st = raw_server(http, sizeof(http) - 1, 0, false);
+	struct smc_setup st = raw_server(http, sizeof(http) - 1, false);
 	assert_int_equal(st.state, SMC_SETUP_RESET);
 	assert_int_equal(st.reason, SMCR_REASON_SYNCERR);
 }
@@ -407,17 +400,67 @@ static void split_message_is_reassembled(void **state)
 static void peer_closed_stays_on_tcp(void **state)
 {
 	(void)state;
-	struct smc_setup st = raw_server("", 0, 0, true);
+	struct smc_setup st = raw_server("", 0, true);
 	assert_int_equal(st.state, SMC_SETUP_FALLBACK);
 	assert_int_equal(st.reason, SMCR_REASON_PEERCLOSED);
 }
 
-static void silent_peer_times_out(void **state)
+/* A server's exchange on a fresh TCP pair, driven step by step by the test. */
+struct lone_server {
+	struct fake fake;
+	struct smc_setup_transport t;
+	struct smc_setup setup;
+	int c, s;                       /* the client's end (raw bytes), the server's */
+};
+
+static void lone_server_start(struct lone_server *ls)
 {
+	ls->fake = (struct fake){ .token = 2 };
+	ls->t = (struct smc_setup_transport)FAKE_TRANSPORT(&ls->fake);
+	tcp_pair(&ls->c, &ls->s);
+	smc_setup_server(&ls->setup, HOST_GID(2));
+}
+
+static enum smc_setup_state lone_server_step(struct lone_server *ls)
+{
+	return smc_setup_progress(&ls->setup, ls->s, &ls->t, 50);
+}
+
+static void lone_server_end(struct lone_server *ls)
+{
+	close(ls->c);
+	close(ls->s);
+}
+
+/*
+ * A peer that has not begun its next message is waited for as TCP waits
+ * for data, past the CLC wait: its application calls when it likes.
+ */
+static void silent_peer_is_waited_for(void **state)
+{
+	struct lone_server ls;
+
 	(void)state;
-	struct smc_setup st = raw_server("", 0, 300, false);
-	assert_int_equal(st.state, SMC_SETUP_RESET);
-	assert_int_equal(st.reason, SMCR_REASON_TIMEOUT_CL);
+	lone_server_start(&ls);
+	ls.setup.deadline_ms = 0;       /* the CLC wait long past */
+	assert_int_equal(lone_server_step(&ls), SMC_SETUP_SERVER_WAIT_PROPOSAL);
+	lone_server_end(&ls);
+}
+
+/* One that began a message must end it within the CLC wait, or the stream is half an exchange. */
+static void stalled_message_times_out(void **state)
+{
+	struct lone_server ls;
+
+	(void)state;
+	lone_server_start(&ls);
+	assert_int_equal(send(ls.c, "\xe2\xd4\xc3\xd9", 4, 0), 4);  /* the eyecatcher, no more */
+	assert_int_equal(lone_server_step(&ls), SMC_SETUP_SERVER_WAIT_PROPOSAL);
+	assert_int_equal(ls.setup.have, 4);
+	ls.setup.deadline_ms = 0;       /* the CLC wait passes */
+	assert_int_equal(lone_server_step(&ls), SMC_SETUP_RESET);
+	assert_int_equal(ls.setup.reason, SMCR_REASON_TIMEOUT_CL);
+	lone_server_end(&ls);
 }
 
 static void later_version_only_declined(void **state)
@@ -477,27 +520,22 @@ static void progress_without_waiting(void **state)
  */
 static void rewritten_receive_bounds_reset(void **state)
 {
-	(void)state;
-	struct fake fs = { .token = 2 };
-	struct smc_setup_transport ts = FAKE_TRANSPORT(&fs);
-	struct smc_setup server;
+	struct lone_server ls;
 	const size_t bad[][2] = {       /* have, need */
-		{ 0, sizeof(server.buf) + 1 },
-		{ sizeof(server.buf) + 4096, SMC_CLC_HDR_LEN },
+		{ 0, sizeof(ls.setup.buf) + 1 },
+		{ sizeof(ls.setup.buf) + 4096, SMC_CLC_HDR_LEN },
 		{ SMC_CLC_HDR_LEN + 1, SMC_CLC_HDR_LEN },
 	};
-	int c, s;
 
+	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		tcp_pair(&c, &s);
-		assert_int_equal(send(c, "SMCR", 4, 0), 4);     /* something to receive */
-		smc_setup_server(&server, HOST_GID(2));
-		server.have = bad[i][0];
-		server.need = bad[i][1];
-		assert_int_equal(smc_setup_progress(&server, s, &ts, 0), SMC_SETUP_RESET);
-		assert_int_equal(server.reason, SMCR_REASON_SYNCERR);
-		close(c);
-		close(s);
+		lone_server_start(&ls);
+		assert_int_equal(send(ls.c, "SMCR", 4, 0), 4);  /* something to receive */
+		ls.setup.have = bad[i][0];
+		ls.setup.need = bad[i][1];
+		assert_int_equal(lone_server_step(&ls), SMC_SETUP_RESET);
+		assert_int_equal(ls.setup.reason, SMCR_REASON_SYNCERR);
+		lone_server_end(&ls);
 	}
 }
 
@@ -517,7 +555,8 @@ int main(void)
 		cmocka_unit_test(garbage_resets),
 		cmocka_unit_test(split_message_is_reassembled),
 		cmocka_unit_test(peer_closed_stays_on_tcp),
-		cmocka_unit_test(silent_peer_times_out),
+		cmocka_unit_test(silent_peer_is_waited_for),
+		cmocka_unit_test(stalled_message_times_out),
 		cmocka_unit_test(later_version_only_declined),
 		cmocka_unit_test(progress_without_waiting),
 		cmocka_unit_test(rewritten_receive_bounds_reset),
