@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/select.h>
@@ -87,6 +88,8 @@
 			      const struct timespec *, const sigset_t *))              \
 	/* a new process by the raw clone system call (no fork handlers run) */     \
 	X(long, syscall, (long, ...))                                               \
+	/* a stdio stream on a descriptor (entry/std_streams.c) */                  \
+	X(FILE *, fdopen, (int, const char *))                                      \
 	/* the limits a process confines itself with (made with the C library's   \
 	   prlimit64, never through REAL: entry/preload_confine.c) */               \
 	X(int, setrlimit, (__rlimit_resource_t, const struct rlimit *))             \

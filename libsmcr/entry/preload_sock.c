@@ -26,6 +26,7 @@
 #include "log.h"
 #include "real.h"
 #include "smc_sock.h"
+#include "std_streams.h"
 #include "stats.h"
 #include "sys.h"
 
@@ -231,19 +232,27 @@ static void duplicated(int oldfd, int newfd)
 
 int dup2(int oldfd, int newfd)
 {
-	int fd = REAL(dup2)(oldfd, newfd);
+	int fd;
 
-	if (fd >= 0 && oldfd != newfd)
+	smcr_std_stream_before_dup(oldfd, newfd);
+	fd = REAL(dup2)(oldfd, newfd);
+	if (fd >= 0 && oldfd != newfd) {
 		duplicated(oldfd, fd);
+		smcr_std_stream_after_dup(fd);
+	}
 	return fd;
 }
 
 int dup3(int oldfd, int newfd, int flags)
 {
-	int fd = REAL(dup3)(oldfd, newfd, flags);
+	int fd;
 
-	if (fd >= 0)
+	smcr_std_stream_before_dup(oldfd, newfd);
+	fd = REAL(dup3)(oldfd, newfd, flags);
+	if (fd >= 0) {
 		duplicated(oldfd, fd);
+		smcr_std_stream_after_dup(fd);
+	}
 	return fd;
 }
 

@@ -16,10 +16,12 @@
  * buffering the C library gives a socket (full; none for stderr).  The new
  * stream answers fileno() with the descriptor, as the old one did.
  *
- * Only the standard streams of a starting image: they are the ones a
- * program uses without opening them.  A stream the program opens later on
- * a connection (fdopen) or one whose descriptor it later replaces by a
- * connection (dup2 onto 1) is not covered yet.
+ * The same holds for the streams a program makes later: fdopen() of a
+ * connection gives such a stream (it is interposed here), and a standard
+ * descriptor replaced by a connection (dup2(sock, 1) in a forked child,
+ * then printf) gets its standard stream replaced too, after the old one
+ * was flushed to where its bytes were meant to go.  The old stream is
+ * left, not closed: closing it would close the descriptor.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -27,6 +29,7 @@
 #include <unistd.h>
 
 #include "fdtable.h"
+#include "real.h"
 #include "std_streams.h"
 
 static int fd_of(void *cookie)
@@ -75,31 +78,67 @@ static int stream_close(void *cookie)
 	return close(fd_of(cookie));
 }
 
-/* *stream, on descriptor fd, becomes one whose calls libsmcr serves. */
-static void replace(FILE **stream, int fd, const char *mode)
+/* A stream on descriptor fd whose calls libsmcr serves; NULL and errno if none. */
+static FILE *open_stream(int fd, const char *mode)
 {
 	static const cookie_io_functions_t io = {
 		.read = stream_read, .write = stream_write, .seek = stream_seek,
 		.close = stream_close,
 	};
-	int saved_errno = errno;
 	FILE *f = fopencookie((void *)(intptr_t)fd, mode, io);
 
 	if (f) {
 		f->_fileno = fd;        /* fileno(); glibc's cookie streams go by the functions */
 		if (fd == STDERR_FILENO)
 			setvbuf(f, NULL, _IONBF, 0);
-		*stream = f;
 	}
+	return f;
+}
+
+/* The standard stream of descriptor fd (0, 1 or 2), and the mode it has. */
+static FILE **std_stream(int fd, const char **mode)
+{
+	*mode = fd == STDIN_FILENO ? "r" : "w";
+	return fd == STDIN_FILENO ? &stdin : fd == STDOUT_FILENO ? &stdout : &stderr;
+}
+
+/* The standard stream of fd becomes one whose calls libsmcr serves. */
+static void replace(int fd)
+{
+	int saved_errno = errno;
+	const char *mode;
+	FILE **stream = std_stream(fd, &mode), *f = open_stream(fd, mode);
+
+	if (f)
+		*stream = f;
 	errno = saved_errno;
 }
 
 void smcr_std_streams_adopt(void)
 {
-	if (smcr_fd_sock(STDIN_FILENO))
-		replace(&stdin, STDIN_FILENO, "r");
-	if (smcr_fd_sock(STDOUT_FILENO))
-		replace(&stdout, STDOUT_FILENO, "w");
-	if (smcr_fd_sock(STDERR_FILENO))
-		replace(&stderr, STDERR_FILENO, "w");
+	for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++)
+		if (smcr_fd_sock(fd))
+			replace(fd);
+}
+
+void smcr_std_stream_before_dup(int oldfd, int newfd)
+{
+	const char *mode;
+	int saved_errno = errno;
+
+	if ((newfd == STDOUT_FILENO || newfd == STDERR_FILENO) && newfd != oldfd &&
+	    smcr_fd_sock(oldfd))
+		fflush(*std_stream(newfd, &mode));
+	errno = saved_errno;
+}
+
+void smcr_std_stream_after_dup(int newfd)
+{
+	if (newfd >= STDIN_FILENO && newfd <= STDERR_FILENO && smcr_fd_sock(newfd))
+		replace(newfd);
+}
+
+FILE *fdopen(int fd, const char *mode)
+{
+	return smcr_fd_sock(fd) ? open_stream(fd, mode) : REAL(fdopen)(fd, mode);
 }

@@ -579,6 +579,52 @@ static void row_confined_child(void)
 	close(c);
 }
 
+/* The next line the peer c got, printed as what. */
+static void show_line(const char *what, int c)
+{
+	char line[64] = { 0 };
+
+	for (size_t n = 0; n < sizeof(line) - 1 && recv(c, &line[n], 1, 0) == 1; n++)
+		if (line[n] == '\n')
+			break;
+	printf("%-44s %s", what, line);
+}
+
+/*
+ * stdio on a connection: C's streams make their own read and write calls,
+ * which no preload sees, so libsmcr must give them streams of its own: a
+ * stream fdopen() makes, and standard output after dup2() puts a
+ * connection on it in a child that prints and exits.
+ */
+static void row_stdio(void)
+{
+	char got[64] = { 0 };
+	int c, s, status;
+	FILE *f;
+	pid_t child;
+
+	puts("== stdio streams on a connection");
+	pair(&c, &s);
+	f = fdopen(dup(s), "r+");
+	CALL("fdopen", f != NULL);
+	fprintf(f, "fprintf %d\n", 42);
+	CALL("fflush", fflush(f));
+	show_line("the peer reads", c);
+	CALL("the peer sends a line", send(c, "a line back\n", 12, 0));
+	printf("%-44s %s", "fgets", fgets(got, sizeof(got), f));
+	CALL("fclose", fclose(f));
+	fflush(stdout);
+	child = fork();
+	if (child == 0) {
+		dup2(s, STDOUT_FILENO);
+		printf("printf after dup2 onto 1\n");
+		exit(0);                /* the stream is flushed at exit */
+	}
+	show_line("the peer reads from the child's stdout", c);
+	CALL("the child's end", waitpid(child, &status, 0) == child ? status : -1);
+	unpair(c, s);
+}
+
 static void row_every_call(void)
 {
 	char buf[64] = { 0 }, file[] = "/tmp/semprobe.XXXXXX";
@@ -684,6 +730,7 @@ int main(int argc, char **argv)
 	row_nested(BY_PSELECT, "pselect", false);
 	row_raw_clone();
 	row_confined_child();
+	row_stdio();
 	row_every_call();
 	closefrom(listener);
 	printf("connections: %d\n", pairs);
