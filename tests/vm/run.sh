@@ -59,7 +59,8 @@ onehost() {
 	guest "$driver" "$driver" veth 10.9.0.1/24 "$here/guest-onehost.sh" "$build" "${driver}0" 10.9.0.1 "$@"
 	echo "vm: $driver guest done ($((SECONDS - t0)) s)"
 }
-rdma_tests=(redis-rdma iperf3-rdma sockperf-rdma stress-rdma socat-rdma fork-rdma kill-rdma budget-rdma semantics-rdma)
+rdma_tests=(redis-rdma iperf3-rdma sockperf-rdma stress-rdma socat-rdma fork-rdma kill-rdma budget-rdma semantics-rdma
+	    late_peer-rdma)
 onehost rxe socat-shm stress negotiation_wire shm_broker "${rdma_tests[@]}"
 onehost siw socat-shm stress "${rdma_tests[@]}"
 
