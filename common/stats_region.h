@@ -121,11 +121,21 @@ struct smcr_stats {
 void smcr_stats_accumulate(struct smcr_stats_counts *sum, const struct smcr_stats *s);
 
 /* sum += more, word by word. */
+/*
+ * *w += v, stopping at the top: values from other processes' regions are
+ * anything they wrote, and one that wrapped a sum round would hide the
+ * traffic of every other process.
+ */
+static inline void smcr_stats_add_word(uint64_t *w, uint64_t v)
+{
+	*w = *w > UINT64_MAX - v ? UINT64_MAX : *w + v;
+}
+
 static inline void smcr_stats_add_counts(struct smcr_stats_counts *sum,
 					 const struct smcr_stats_counts *more)
 {
 	for (size_t i = 0; i < SMCR_STATS_WORDS; i++)
-		smcr_stats_words(sum)[i] += smcr_stats_cwords(more)[i];
+		smcr_stats_add_word(&smcr_stats_words(sum)[i], smcr_stats_cwords(more)[i]);
 }
 
 /* a -= b word by word, never below zero (values from other processes need not agree). */

@@ -1,7 +1,8 @@
 /*
  * Unit tests of smcrd's sums of the statistics (smcrd/stats_agg.c): the
  * RDMA link gauge of live processes, the links of an exited process
- * counted as ended, and a reset that leaves the gauge alone.
+ * counted as ended, a reset that leaves the gauge alone, and sums that a
+ * region's writer cannot wrap round.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -74,11 +75,29 @@ static void rdma_links_nonsense(void **state)
 	assert_int_equal(smcrd_stats_rdma_links(&live), 0);
 }
 
+/* A region that claims nearly everything cannot wrap the host's sums round to hide the rest. */
+static void rewritten_region_cannot_wrap_sums(void **state)
+{
+	(void)state;
+	struct smcr_stats *honest = region(1, 0, 0), *hostile = region(0, 0, 0);
+	struct smcr_stats_counts sum;
+
+	honest->word[SMCR_STAT_WORD(smc_clients)] = 10;
+	for (size_t i = 0; i < SMCR_STATS_WORDS; i++)
+		hostile->word[i] = UINT64_MAX - 5;
+	live_sum(&sum, honest);
+	smcr_stats_accumulate(&sum, hostile);
+	assert_true(sum.smc_clients == UINT64_MAX);
+	munmap(honest, smcr_stats_region_size());
+	munmap(hostile, smcr_stats_region_size());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(rdma_links),
 		cmocka_unit_test(rdma_links_nonsense),
+		cmocka_unit_test(rewritten_region_cannot_wrap_sums),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
