@@ -885,6 +885,8 @@ enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wai
 {
 	enum smcr_sock_phase phase;
 	int64_t waited_ms = 0;
+	bool wait;
+	int stop = 0;
 
 	/* the descriptor it was known by may be closed (put): this one serves */
 	if (__builtin_expect(sk->conn.sock < 0, 0))
@@ -892,13 +894,9 @@ enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wai
 	phase = smcr_sock_phase(sk);
 	if (phase >= SMCR_SOCK_SMC)
 		return phase;
-	bool wait = may_wait && !atomic_load(&sk->sh->nonblock);
-	int timeout_ms = exchange_timeout_ms(sk);
-
-	int stop = 0;
-
+	wait = may_wait && !atomic_load(&sk->sh->nonblock);
 	while ((phase = exchange_step(sk, fd)) == SMCR_SOCK_SETUP && wait && !stop)
-		stop = await_message(fd, timeout_ms, &waited_ms);
+		stop = await_message(fd, exchange_timeout_ms(sk), &waited_ms);
 	if (stop)
 		errno = stop;
 	if (phase != SMCR_SOCK_SETUP) {

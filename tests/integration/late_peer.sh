@@ -58,7 +58,8 @@ if role == "server":
 else:
     s = socket.create_connection((addr, port))
     if case in ("idle-client", "signal", "timeout"):
-        time.sleep(DELAY if case == "idle-client" else 2)
+        # signal, timeout: well after the server's 1 s alarm or SO_RCVTIMEO
+        time.sleep(DELAY if case == "idle-client" else 4)
     s.sendall(b"hello")
     got = b""
     while len(got) < 5 and (piece := s.recv(5 - len(got))):
