@@ -120,7 +120,6 @@ struct smcr_stats {
  */
 void smcr_stats_accumulate(struct smcr_stats_counts *sum, const struct smcr_stats *s);
 
-/* sum += more, word by word. */
 /*
  * *w += v, stopping at the top: values from other processes' regions are
  * anything they wrote, and one that wrapped a sum round would hide the
@@ -131,6 +130,7 @@ static inline void smcr_stats_add_word(uint64_t *w, uint64_t v)
 	*w = *w > UINT64_MAX - v ? UINT64_MAX : *w + v;
 }
 
+/* sum += more, word by word. */
 static inline void smcr_stats_add_counts(struct smcr_stats_counts *sum,
 					 const struct smcr_stats_counts *more)
 {

@@ -221,13 +221,15 @@ int dup(int oldfd)
 /*
  * newfd now names a copy of oldfd: if it was one of ours, it is ours no
  * more (smcrd's socket and maps are given up; a connection's eventfd is
- * not yet moved out of the way: a known gap).
+ * not yet moved out of the way: a known gap); if it is a standard
+ * descriptor, its stream follows (std_streams.c).
  */
 static void duplicated(int oldfd, int newfd)
 {
 	smcr_fd_claim(newfd, SMCR_FD_OWN, SMCR_FD_UNKNOWN);
 	smcr_control_fd_closing(newfd);
 	smcr_fd_copy(oldfd, newfd);
+	smcr_std_stream_after_dup(newfd);
 }
 
 int dup2(int oldfd, int newfd)
@@ -236,10 +238,8 @@ int dup2(int oldfd, int newfd)
 
 	smcr_std_stream_before_dup(oldfd, newfd);
 	fd = REAL(dup2)(oldfd, newfd);
-	if (fd >= 0 && oldfd != newfd) {
+	if (fd >= 0 && oldfd != newfd)
 		duplicated(oldfd, fd);
-		smcr_std_stream_after_dup(fd);
-	}
 	return fd;
 }
 
@@ -249,10 +249,8 @@ int dup3(int oldfd, int newfd, int flags)
 
 	smcr_std_stream_before_dup(oldfd, newfd);
 	fd = REAL(dup3)(oldfd, newfd, flags);
-	if (fd >= 0) {
+	if (fd >= 0)
 		duplicated(oldfd, fd);
-		smcr_std_stream_after_dup(fd);
-	}
 	return fd;
 }
 

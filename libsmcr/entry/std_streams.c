@@ -21,7 +21,8 @@
  * descriptor replaced by a connection (dup2(sock, 1) in a forked child,
  * then printf) gets its standard stream replaced too, after the old one
  * was flushed to where its bytes were meant to go.  The old stream is
- * left, not closed: closing it would close the descriptor.
+ * left, not closed: closing it would close the descriptor.  A standard
+ * stream of ours serves whatever its descriptor is, so it is made once.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -102,15 +103,23 @@ static FILE **std_stream(int fd, const char **mode)
 	return fd == STDIN_FILENO ? &stdin : fd == STDOUT_FILENO ? &stdout : &stderr;
 }
 
-/* The standard stream of fd becomes one whose calls libsmcr serves. */
+/*
+ * The standard stream of fd becomes one whose calls libsmcr serves, unless
+ * it is one already: its calls go to whatever fd is now, so a program that
+ * puts connection after connection on 1 gets no new stream for each.
+ */
 static void replace(int fd)
 {
+	static FILE *ours[STDERR_FILENO + 1];
 	int saved_errno = errno;
 	const char *mode;
-	FILE **stream = std_stream(fd, &mode), *f = open_stream(fd, mode);
+	FILE **stream = std_stream(fd, &mode), *f;
 
+	if (*stream == ours[fd])
+		return;
+	f = open_stream(fd, mode);
 	if (f)
-		*stream = f;
+		*stream = ours[fd] = f;
 	errno = saved_errno;
 }
 

@@ -2,9 +2,10 @@
  * smc_setup.c - the CLC exchange (smc_setup.h).
  *
  * Every read and write is the C library's own on the application's TCP
- * socket, with MSG_DONTWAIT: waiting is done here with poll(), bounded by
- * the caller's wait and by the CLC timeout.  Errno is the caller's business:
- * it is saved and restored around every step.
+ * socket, with MSG_DONTWAIT.  Waiting for the peer's next message is the
+ * caller's (smcr_sock_settle); only the wait to write one of ours is done
+ * here, with poll(), bounded by the CLC timeout.  Errno is the caller's
+ * business: it is saved and restored around every step.
  */
 #include <errno.h>
 #include <poll.h>
@@ -143,36 +144,22 @@ static int receive(const struct smc_setup_run *run, enum smcr_reason *why)
 }
 
 /*
- * The next message, waiting up to wait_ms; 1, 0 (not yet) or -1 (state
- * final).  A message not yet begun is waited for as long as the caller
- * waits, as TCP waits for data: the peer's application may call, and so
- * carry its side of the exchange, whenever it likes.  One that began must
- * end within the CLC wait.
+ * The next message, if it came; 1, 0 (not yet) or -1 (state final).  A
+ * message not yet begun has no deadline, as TCP has none for data: the
+ * peer's application may call, and so carry its side of the exchange,
+ * whenever it likes.  One that began must end within the CLC wait.
  */
-static int next_msg(const struct smc_setup_run *run, int wait_ms, struct smc_clc_msg *msg)
+static int next_msg(const struct smc_setup_run *run, struct smc_clc_msg *msg)
 {
 	struct smc_setup *s = run->s;
 	enum smcr_reason why = SMCR_REASON_NONE;
-	int got;
+	int got = receive(run, &why);
 
-	for (;;) {
-		got = receive(run, &why);
-		if (got)
-			break;
-		int64_t left = s->have ? s->deadline_ms - now_ms() : wait_ms;
-		if (left <= 0 && s->have) {
-			finish(run, SMC_SETUP_RESET, SMCR_REASON_TIMEOUT_CL);
-			return -1;
-		}
-		if (wait_ms <= 0)
+	if (!got) {
+		if (!s->have || s->deadline_ms > now_ms())
 			return 0;
-		struct pollfd p = { .fd = run->sock, .events = POLLIN };
-		int64_t until = now_ms() + wait_ms;
-		if (smcr_sys_poll(&p, 1, (int)(left < wait_ms ? left : wait_ms)) < 0 && errno != EINTR) {
-			finish(run, SMC_SETUP_RESET, SMCR_REASON_INTERR);
-			return -1;
-		}
-		wait_ms = (int)(until - now_ms());
+		finish(run, SMC_SETUP_RESET, SMCR_REASON_TIMEOUT_CL);
+		return -1;
 	}
 	if (got > 0 && (why = smc_clc_decode(s->buf, s->have, msg)) == SMCR_REASON_NONE) {
 		s->have = 0;
@@ -336,7 +323,7 @@ static uint8_t expected(enum smc_setup_state state)
 }
 
 enum smc_setup_state smc_setup_progress(struct smc_setup *s, int sock,
-					const struct smc_setup_transport *transport, int wait_ms)
+					const struct smc_setup_transport *transport)
 {
 	const struct smc_setup_run this_call = { .s = s, .t = transport, .sock = sock },
 				   *run = &this_call;
@@ -346,7 +333,7 @@ enum smc_setup_state smc_setup_progress(struct smc_setup *s, int sock,
 	if (s->state == SMC_SETUP_CLIENT_START)
 		client_start(run);
 	while (!smc_setup_final(s)) {
-		int got = next_msg(run, wait_ms, &m);
+		int got = next_msg(run, &m);
 		if (got <= 0)
 			break;
 		if (m.hdr.type == SMC_CLC_DECLINE)

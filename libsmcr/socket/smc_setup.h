@@ -85,7 +85,7 @@ struct smc_setup {
 	enum smcr_reason reason;        /* FALLBACK, RESET: why */
 	uint32_t peer_diagnosis;        /* a peer's Decline: its code */
 	uint64_t gid;                   /* ours: host tag in bits 63-32 */
-	int64_t deadline_ms;            /* CLOCK_MONOTONIC: the message begun, or ours, is through by then */
+	int64_t deadline_ms;            /* CLOCK_MONOTONIC: when the message begun, or ours, is due */
 	uint8_t prepared;               /* our buffer exists: abandon it if we stay on TCP */
 	enum smc_type offered;          /* client: what its Proposal offered */
 	enum smc_type chosen;           /* R or D, once prepared */
@@ -97,13 +97,14 @@ void smc_setup_client(struct smc_setup *s, uint64_t gid);
 void smc_setup_server(struct smc_setup *s, uint64_t gid);
 
 /*
- * Advances as far as it can on this process's TCP socket sock over
- * transport, waiting at most wait_ms (0: not at all) for the peer; returns
- * the state reached.  Call again while it is not final, from this or
- * another process (each with its own socket and transport).
+ * Advances as far as the messages that came allow, on this process's TCP
+ * socket sock over transport, without waiting for the peer; returns the
+ * state reached.  Call again while it is not final (when sock is readable,
+ * or to see whether a message that began stalled past the CLC wait), from
+ * this or another process (each with its own socket and transport).
  */
 enum smc_setup_state smc_setup_progress(struct smc_setup *s, int sock,
-					const struct smc_setup_transport *transport, int wait_ms);
+					const struct smc_setup_transport *transport);
 
 static inline bool smc_setup_final(const struct smc_setup *s)
 {

@@ -824,21 +824,13 @@ static enum smcr_sock_phase exchange_step(struct smcr_sock *sk, int fd)
 	}
 	if (phase == SMCR_SOCK_SETUP) {
 		/* the exchange may have begun in another process: ours is fd */
-		smc_setup_progress(setup, fd, &transport, 0);
+		smc_setup_progress(setup, fd, &transport);
 		if (smc_setup_final(setup))
 			conclude(sk, fd, setup->state);
 		phase = phase_of(sk);
 	}
 	smc_conn_unlock(&sk->conn);
 	return phase;
-}
-
-static int64_t monotonic_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /*
@@ -853,7 +845,8 @@ static int64_t monotonic_ms(void)
 static int await_message(int fd, int timeout_ms, int64_t *waited_ms)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
-	int64_t round = SMC_CLC_WAIT_SHORT_MS, start = monotonic_ms();
+	int64_t round = SMC_CLC_WAIT_SHORT_MS;
+	uint64_t start = smc_clock_ns();
 	int saved_errno = errno, rc;
 
 	if (timeout_ms > 0 && timeout_ms - *waited_ms < round)
@@ -861,7 +854,7 @@ static int await_message(int fd, int timeout_ms, int64_t *waited_ms)
 	if (round <= 0)
 		return EAGAIN;
 	rc = smcr_sys_poll(&p, 1, (int)round);
-	*waited_ms += monotonic_ms() - start;
+	*waited_ms += (int64_t)((smc_clock_ns() - start) / 1000000);
 	rc = rc < 0 && errno == EINTR && !smcr_sys_restarts(timeout_ms) ? EINTR : 0;
 	errno = saved_errno;
 	return rc;              /* a poll that failed otherwise: the step sees why */

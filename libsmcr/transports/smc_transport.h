@@ -281,7 +281,7 @@ struct smc_conn_state {
 	int rcv_timeout_ms;		/* SO_RCVTIMEO, SO_SNDTIMEO; 0: none */
 	int snd_timeout_ms;
 	smc_flag oob_inline;		/* SO_OOBINLINE: the urgent byte stays in the stream */
-	smc_flag rd_shut;			/* shutdown(SHUT_RD): an empty ring reads as end of file */
+	smc_flag rd_shut;		/* shutdown(SHUT_RD): an empty ring reads as end of file */
 
 	/* Send side: cursors in the peer's RMB. */
 	struct smc_cursor tx_prep;	/* written into the peer's RMB */
@@ -289,7 +289,7 @@ struct smc_conn_state {
 	struct smc_cursor tx_fin;	/* the peer's consumer cursor: what it has released */
 	uint16_t tx_seqno;		/* of the last CDC sent */
 	smc_flag write_blocked;		/* data waits for room in the peer's RMB */
-	smc_flag tx_after_close;		/* the one send TCP lets through after the peer closed went */
+	smc_flag tx_after_close;	/* the one send TCP lets through after the peer closed went */
 	smc_flag tx_epipe_told;		/* and the error TCP's reset then left was reported */
 	smc_flag tx_urg_outstanding;	/* tx_urg_mark sent, the peer has not read up to it */
 	struct smc_cursor tx_urg_mark;	/* just after our last urgent byte */
@@ -300,8 +300,8 @@ struct smc_conn_state {
 	struct smc_cursor rx_confirmed;	/* our consumer cursor as last sent to the peer */
 	uint8_t peer_prod_flags;	/* producer flags of the peer's last CDC */
 	enum smc_urg_state rx_urg_state;
-	smc_flag rx_urg_unpassed;		/* rx_cons has not yet reached rx_urg_mark */
-	smc_flag rx_urg_stepped;		/* rx_cons stepped over it when it was read (MSG_OOB) */
+	smc_flag rx_urg_unpassed;	/* rx_cons has not yet reached rx_urg_mark */
+	smc_flag rx_urg_stepped;	/* rx_cons stepped over it when it was read (MSG_OOB) */
 	struct smc_cursor rx_urg_mark;	/* just after the peer's last urgent byte */
 	uint8_t rx_urg_byte;
 	uint32_t cdc_fetched;		/* the transport's: which CDC it fetched last */

@@ -5,6 +5,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -128,8 +129,12 @@ static void *run_side(void *arg)
 		smc_setup_client(&sd->setup, sd->gid);
 	else
 		smc_setup_server(&sd->setup, sd->gid);
-	while (!smc_setup_final(&sd->setup))
-		smc_setup_progress(&sd->setup, sd->sock, &t, 50);
+	for (;;) {
+		smc_setup_progress(&sd->setup, sd->sock, &t);
+		if (smc_setup_final(&sd->setup))
+			break;
+		poll(&(struct pollfd){ .fd = sd->sock, .events = POLLIN }, 1, 50);
+	}
 	if (sd->send_after)
 		send(sd->sock, sd->send_after, strlen(sd->send_after), MSG_NOSIGNAL);
 	return NULL;
@@ -423,7 +428,7 @@ static void lone_server_start(struct lone_server *ls)
 
 static enum smc_setup_state lone_server_step(struct lone_server *ls)
 {
-	return smc_setup_progress(&ls->setup, ls->s, &ls->t, 50);
+	return smc_setup_progress(&ls->setup, ls->s, &ls->t);
 }
 
 static void lone_server_end(struct lone_server *ls)
@@ -499,12 +504,12 @@ static void progress_without_waiting(void **state)
 	struct smc_setup client, server;
 	tcp_pair(&c, &s);
 	smc_setup_server(&server, HOST_GID(2));
-	assert_int_equal(smc_setup_progress(&server, s, &ts, 0), SMC_SETUP_SERVER_WAIT_PROPOSAL);
+	assert_int_equal(smc_setup_progress(&server, s, &ts), SMC_SETUP_SERVER_WAIT_PROPOSAL);
 	smc_setup_client(&client, HOST_GID(1));
-	assert_int_equal(smc_setup_progress(&client, c, &tc, 0), SMC_SETUP_CLIENT_WAIT_ACCEPT);
+	assert_int_equal(smc_setup_progress(&client, c, &tc), SMC_SETUP_CLIENT_WAIT_ACCEPT);
 	for (int i = 0; i < 1000 && !(smc_setup_final(&client) && smc_setup_final(&server)); i++) {
-		smc_setup_progress(&server, s, &ts, 0);
-		smc_setup_progress(&client, c, &tc, 0);
+		smc_setup_progress(&server, s, &ts);
+		smc_setup_progress(&client, c, &tc);
 		usleep(1000);
 	}
 	assert_int_equal(client.state, SMC_SETUP_DONE);
