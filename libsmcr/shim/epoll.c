@@ -18,7 +18,15 @@
  *   NESTED another instance of ours (an epoll descriptor), edge-triggered
  *          IN: it got news in the kernel
  * and a member whose connection stays on TCP is handed back: the kernel
- * gets the application's registration and we forget it (PLAIN).  Every
+ * gets the application's registration and we forget it (PLAIN).  The
+ * kernel's events carry either the application's data or our tags, so an
+ * application registration whose data looks like a tag ("SMC" in its top
+ * bytes: it is opaque, and may hold anything) stays a member in PLAIN: the
+ * kernel holds the application's events under a tag of ours, and we give
+ * its events back with the application's data.  For such a member the
+ * kernel alone knows whether the registration still exists (the
+ * descriptor may have been closed since), so it answers every epoll_ctl on
+ * it.  Every
  * epoll_wait asks the kernel first without waiting (so descriptors that
  * are not ours are never starved), turns our tagged events into actions,
  * reports each SMC member that is ready (level-triggered, with the
@@ -74,10 +82,24 @@
 #define TAG_MASK	0xffffff0000000000ull
 #define TAG_SOCK	0u
 #define TAG_WAKE	1u
+#define TAG_APP		2u      /* the application's registration, its data held here */
 
 static uint64_t tag(int fd, unsigned int kind)
 {
 	return TAG_MAGIC | (uint64_t)kind << 32 | (uint32_t)fd;
+}
+
+/* Whether the application's data would be taken for one of our tags. */
+static bool looks_ours(epoll_data_t data)
+{
+	return (data.u64 & TAG_MASK) == TAG_MAGIC;
+}
+
+/* Whether an epoll_ctl is ours to carry out: it adds a member. */
+static bool adds_member(int op, int fd, const struct epoll_event *event)
+{
+	return op == EPOLL_CTL_ADD &&
+	       (smcr_regime_of(fd) != REG_PLAIN || (event && looks_ours(event->data)));
 }
 
 struct member {
@@ -210,9 +232,12 @@ static bool apply(struct smcr_epoll *ep, struct member *m, enum regime to)
 
 	switch (to) {
 	case REG_PLAIN:
-		/* EPOLLEXCLUSIVE is for EPOLL_CTL_ADD only */
-		ev.events = m->disabled ? 0 : m->events & ~EPOLLEXCLUSIVE;
+		ev.events = m->disabled ? 0 : m->events;
+		if (op == EPOLL_CTL_MOD)
+			ev.events &= ~EPOLLEXCLUSIVE;   /* for EPOLL_CTL_ADD only */
 		ev.data = m->data;
+		if (looks_ours(m->data))
+			ev.data.u64 = tag(m->fd, TAG_APP);
 		break;
 	case REG_WATCH:
 	case REG_RESET:
@@ -265,9 +290,12 @@ static int unregister(struct smcr_epoll *ep, struct member *m)
 /* Brings the kernel's registration of m up to date; false if m is gone (PLAIN). */
 static bool sync_member(struct smcr_epoll *ep, struct member *m)
 {
-	enum regime to = smcr_regime_of(m->fd);
+	enum regime to;
 	int saved_errno = errno;
 
+	if (m->regime == REG_PLAIN)
+		return true;    /* the application's, under our tag: the kernel's to tell */
+	to = smcr_regime_of(m->fd);
 	if (m->dormant && to != m->regime) {
 		unregister(ep, m);      /* the application has no registration to hand back */
 		errno = saved_errno;
@@ -276,7 +304,7 @@ static bool sync_member(struct smcr_epoll *ep, struct member *m)
 	if (to != m->regime)
 		apply(ep, m, to);
 	errno = saved_errno;
-	if (to != REG_PLAIN)
+	if (to != REG_PLAIN || looks_ours(m->data))
 		return true;
 	drop(ep, m);
 	return false;
@@ -321,20 +349,86 @@ void smcr_readiness_forget(int fd)
 	errno = saved_errno;
 }
 
+/*
+ * Under ep->lock: epoll_ctl on m, an application registration the kernel
+ * holds under our tag (see the top).  The kernel answers; m follows.
+ */
+static int plain_member_ctl(struct smcr_epoll *ep, struct member *m, int op,
+			    const struct epoll_event *event)
+{
+	struct member was = *m;
+	int err;
+
+	switch (op) {
+	case EPOLL_CTL_ADD:
+		errno = EEXIST;
+		return -1;
+	case EPOLL_CTL_MOD:
+		if (!event) {
+			errno = EFAULT;
+			return -1;
+		}
+		m->events = event->events;
+		m->data = event->data;
+		m->disabled = false;
+		if (apply(ep, m, REG_PLAIN)) {
+			if (!looks_ours(m->data))
+				drop(ep, m);    /* the kernel holds the application's data now */
+			return 0;
+		}
+		err = errno;
+		*m = was;
+		if (err == ENOENT)
+			drop(ep, m);    /* closed since: nothing is registered */
+		errno = err;
+		return -1;
+	default:
+		return unregister(ep, m);
+	}
+}
+
+/*
+ * Under ep->lock: an EPOLL_CTL_ADD of fd, found as the plain member m: m
+ * may outlive a close of fd, so the kernel says whether it is there still.
+ * Returns true if m was stale and is gone.
+ */
+static bool stale_plain_member(struct smcr_epoll *ep, struct member *m)
+{
+	struct epoll_event same = { .events = 0 };
+
+	if (m->regime != REG_PLAIN)
+		return false;
+	same.data.u64 = tag(m->fd, TAG_APP);
+	/* a MOD to what it holds would re-arm it: ask with an ADD taken back */
+	if (REAL(epoll_ctl)(ep->fd, EPOLL_CTL_ADD, m->fd, &same) == 0)
+		REAL(epoll_ctl)(ep->fd, EPOLL_CTL_DEL, m->fd, NULL);
+	else if (errno == EEXIST)
+		return false;
+	drop(ep, m);
+	return true;
+}
+
 int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 {
 	struct smcr_epoll *ep = smcr_fd_epoll(epfd);
 	struct member *m;
 	int rc = 0;
 
-	if (!ep && (op != EPOLL_CTL_ADD || smcr_regime_of(fd) == REG_PLAIN))
+	if (!ep && !adds_member(op, fd, event))
 		return REAL(epoll_ctl)(epfd, op, fd, event);
 	if (!ep && !(ep = epoll_of(epfd)))
 		return REAL(epoll_ctl)(epfd, op, fd, event);
 	pthread_mutex_lock(&ep->lock);
 	ep->fd = epfd;
 	m = find(ep, fd);
-	if (!m && !(op == EPOLL_CTL_ADD && smcr_regime_of(fd) != REG_PLAIN)) {
+	if (m && op == EPOLL_CTL_ADD && stale_plain_member(ep, m))
+		m = NULL;
+	if (m && m->regime == REG_PLAIN) {
+		rc = plain_member_ctl(ep, m, op, event);
+		pthread_mutex_unlock(&ep->lock);
+		return rc;
+	}
+	if (!m && !adds_member(op, fd, event)) {
 		pthread_mutex_unlock(&ep->lock);
 		return REAL(epoll_ctl)(epfd, op, fd, event);
 	}
@@ -380,7 +474,7 @@ int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 			drop(ep, m);
 			errno = err;
 			rc = -1;
-		} else if (m->regime == REG_PLAIN) {
+		} else if (m->regime == REG_PLAIN && !looks_ours(m->data)) {
 			drop(ep, m);
 		}
 		break;
@@ -574,6 +668,11 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 			continue;       /* a registration of a descriptor since closed */
 		if ((ev.data.u64 >> 32 & 0xff) == TAG_WAKE) {
 			m->signalled = true;
+			continue;
+		}
+		if ((ev.data.u64 >> 32 & 0xff) == TAG_APP) {
+			if (m->regime == REG_PLAIN)
+				out[n++] = (struct epoll_event){ .events = ev.events, .data = m->data };
 			continue;
 		}
 		switch (m->regime) {

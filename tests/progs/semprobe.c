@@ -422,6 +422,54 @@ static void row_epoll_flags(void)
 }
 
 /*
+ * epoll's data is the application's, whatever it holds: here, on a pipe,
+ * what libsmcr's own tag for the connection s looks like.
+ */
+static void row_epoll_opaque_data(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN }, out[4];
+	uint64_t like_a_tag = 0x534d430000000000ull;
+	uint32_t conn_ev = 0, pipe_ev = 0;
+	int c, s, p[2], ep = epoll_create1(EPOLL_CLOEXEC), n, others = 0;
+	char buf[4];
+
+	puts("== epoll data that looks like libsmcr's");
+	pair(&c, &s);
+	CALL("pipe", pipe2(p, O_CLOEXEC | O_NONBLOCK));
+	ev.data.u64 = 1;
+	CALL("epoll_ctl ADD the connection", epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
+	ev.data.u64 = like_a_tag | (uint32_t)s;
+	CALL("epoll_ctl ADD a pipe, data like a tag", epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev));
+	CALL("write the pipe", write(p[1], "p", 1));
+	CALL("peer sends", send(c, "x", 1, 0));
+	await_in(s);
+	/* the two may come in either order, or in two waits */
+	for (int round = 0; round < 2 && !(conn_ev && pipe_ev); round++) {
+		n = epoll_wait(ep, out, 4, FOREVER);
+		for (int i = 0; i < n; i++) {
+			if (out[i].data.u64 == 1)
+				conn_ev |= out[i].events;
+			else if (out[i].data.u64 == ev.data.u64)
+				pipe_ev |= out[i].events;
+			else
+				others++;
+		}
+	}
+	say("epoll_wait: the connection", revents((int)conn_ev));
+	say("epoll_wait: the pipe, its data intact", revents((int)pipe_ev));
+	show("epoll_wait: events with other data", others);
+	CALL("read the pipe", read(p[0], buf, sizeof(buf)));
+	CALL("recv", recv(s, buf, sizeof(buf), 0));
+	show_epoll("epoll_wait, all read", ep, 0);
+	CALL("epoll_ctl DEL the pipe", epoll_ctl(ep, EPOLL_CTL_DEL, p[0], NULL));
+	CALL("epoll_ctl DEL the pipe again", epoll_ctl(ep, EPOLL_CTL_DEL, p[0], NULL));
+	close(p[0]);
+	close(p[1]);
+	close(ep);
+	unpair(c, s);
+}
+
+/*
  * Sends one byte on *fd once the main thread is likely asleep: a wakeup to
  * deliver (sent sooner, the row prints the same and tests a little less).
  */
@@ -711,6 +759,7 @@ int main(int argc, char **argv)
 	row_trunc_cork();
 	row_timeouts();
 	row_epoll_flags();
+	row_epoll_opaque_data();
 	row_nested(BY_EPOLL, "epoll", false);
 	row_nested(BY_EPOLL, "epoll, which held it first", true);
 	row_nested(BY_POLL, "poll", false);

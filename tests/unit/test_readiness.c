@@ -393,6 +393,77 @@ static void epoll_del_then_add(void **state)
 	single_close(&one);
 }
 
+/*
+ * The application's data is opaque: a plain descriptor whose data looks
+ * like epoll.c's tag for an SMC member is still the application's.
+ */
+static void epoll_app_data_that_looks_like_ours(void **state)
+{
+	struct single one = single_open(SMCR_SOCK_SMC, 0, EPOLLIN);
+	uint64_t like_ours = 0x534d430000000000ull | (uint32_t)one.c.fd;
+	uint64_t like_wake = 0x534d430100000000ull | (uint32_t)one.c.fd;
+	int p[2];
+
+	(void)state;
+	pipe_pair(p);
+	assert_int_equal(write(p[1], "x", 1), 1);
+	assert_int_equal(ep_ctl(one.ep, EPOLL_CTL_ADD, p[0], EPOLLIN | EPOLLONESHOT, like_ours), 0);
+	errno = 0;
+	assert_int_equal(ep_ctl(one.ep, EPOLL_CTL_ADD, p[0], EPOLLIN, like_ours), -1);
+	assert_int_equal(errno, EEXIST);
+	assert_int_equal(ep_one(one.ep, like_ours, 0), EPOLLIN);
+	assert_int_equal(atomic_load(&one.c.sk->tcp_ended), 0);
+	/* the kernel keeps its EPOLLONESHOT; a MOD re-arms it, with other data */
+	assert_int_equal(ep_one(one.ep, like_ours, 0), 0);
+	assert_int_equal(ep_ctl(one.ep, EPOLL_CTL_MOD, p[0], EPOLLIN, like_wake), 0);
+	assert_int_equal(ep_one(one.ep, like_wake, 0), EPOLLIN);
+	assert_int_equal(atomic_load(&one.c.sk->tcp_ended), 0);
+	/* data that no longer looks like ours goes to the kernel as it is */
+	assert_int_equal(ep_ctl(one.ep, EPOLL_CTL_MOD, p[0], EPOLLIN, DATA_B), 0);
+	assert_int_equal(ep_one(one.ep, DATA_B, 0), EPOLLIN);
+	assert_int_equal(ep_ctl(one.ep, EPOLL_CTL_MOD, p[0], EPOLLIN, like_ours), 0);
+	assert_int_equal(smcr_epoll_ctl(one.ep, EPOLL_CTL_DEL, p[0], NULL), 0);
+	assert_int_equal(ep_one(one.ep, DATA_A, 0), 0);
+	errno = 0;
+	assert_int_equal(smcr_epoll_ctl(one.ep, EPOLL_CTL_DEL, p[0], NULL), -1);
+	assert_int_equal(errno, ENOENT);
+	close(p[0]);
+	close(p[1]);
+	single_close(&one);
+}
+
+/* A registration like_ours whose descriptor was closed is gone, as the kernel's. */
+static void epoll_app_data_like_ours_closed(void **state)
+{
+	struct single one = single_open(SMCR_SOCK_SMC, 0, EPOLLIN);
+	uint64_t like_ours = 0x534d430000000000ull | (uint32_t)one.c.fd;
+	int p[2], q[2];
+
+	(void)state;
+	pipe_pair(p);
+	assert_int_equal(ep_ctl(one.ep, EPOLL_CTL_ADD, p[0], EPOLLIN, like_ours), 0);
+	close(p[0]);
+	close(p[1]);
+	errno = 0;
+	assert_int_equal(ep_ctl(one.ep, EPOLL_CTL_MOD, p[0], EPOLLIN, like_ours), -1);
+	assert_int_equal(errno, EBADF);
+	pipe_pair(q);
+	assert_int_equal(q[0], p[0]);   /* the number is used again */
+	assert_int_equal(write(q[1], "y", 1), 1);
+	assert_int_equal(ep_ctl(one.ep, EPOLL_CTL_ADD, q[0], EPOLLIN, like_ours), 0);
+	assert_int_equal(ep_one(one.ep, like_ours, 0), EPOLLIN);
+	close(q[0]);
+	close(q[1]);
+	assert_int_equal(ep_one(one.ep, like_ours, 0), 0);
+	pipe_pair(q);
+	assert_int_equal(ep_ctl(one.ep, EPOLL_CTL_ADD, q[0], EPOLLIN, DATA_B), 0);
+	assert_int_equal(write(q[1], "z", 1), 1);
+	assert_int_equal(ep_one(one.ep, DATA_B, 0), EPOLLIN);
+	close(q[0]);
+	close(q[1]);
+	single_close(&one);
+}
+
 /* Whether the kernel's instance ep holds a registration of fd (ours or the application's). */
 static bool kernel_holds(int ep, int fd)
 {
@@ -840,6 +911,8 @@ int main(void)
 		cmocka_unit_test(epoll_member_waits_for_smc),
 		cmocka_unit_test(epoll_member_handed_back_on_tcp),
 		cmocka_unit_test(epoll_tcp_end_reaches_connection),
+		cmocka_unit_test(epoll_app_data_that_looks_like_ours),
+		cmocka_unit_test(epoll_app_data_like_ours_closed),
 		cmocka_unit_test(epoll_wait_woken),
 		cmocka_unit_test(poll_woken),
 		cmocka_unit_test(timeouts_return_zero),
