@@ -87,6 +87,15 @@ bool smcr_fd_claim(int fd, enum smcr_fd_state from, enum smcr_fd_state to)
 							       memory_order_relaxed);
 }
 
+bool smcr_fd_set_keeper(int fd, int *where)
+{
+	struct smcr_fd_slot *slot = slot_of(fd, where != NULL);
+
+	if (slot)
+		atomic_store_explicit(&slot->keeper, where, memory_order_relaxed);
+	return slot || !where;
+}
+
 static uint32_t reason_of(int fd)
 {
 	struct smcr_fd_slot *slot = slot_of(fd, false);

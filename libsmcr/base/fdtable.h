@@ -66,6 +66,7 @@ struct smcr_fd_slot {
 	_Atomic uint32_t conn;          /* the connection's record (conn_table.h); 0: none */
 	_Atomic(struct smcr_sock *) sock;       /* a connection that negotiated SMC (smc_sock.h) */
 	_Atomic(struct smcr_epoll *) epoll;     /* an epoll instance (readiness.h) */
+	_Atomic(int *) keeper;          /* SMCR_FD_OWN: where its holder keeps the number (sys.h) */
 };
 
 extern _Atomic(struct smcr_fd_slot *) smcr_fd_chunks[SMCR_FD_CHUNKS];
@@ -132,6 +133,17 @@ bool smcr_fd_set(int fd, enum smcr_fd_state state);
 
 /* Moves fd from state from to state to; false if it was not in state from. */
 bool smcr_fd_claim(int fd, enum smcr_fd_state from, enum smcr_fd_state to);
+
+/* Records where the holder of fd keeps its number (NULL: nowhere); false if untracked. */
+bool smcr_fd_set_keeper(int fd, int *where);
+
+/* Where the holder of fd keeps its number; NULL if nowhere known. */
+static inline int *smcr_fd_keeper(int fd)
+{
+	struct smcr_fd_slot *slot = smcr_fd_slot_peek(fd);
+
+	return slot ? atomic_load_explicit(&slot->keeper, memory_order_relaxed) : NULL;
+}
 
 /* Records the fallback reason of a connection (0: none, or SMC). */
 void smcr_fd_set_reason(int fd, uint32_t reason);

@@ -1,11 +1,14 @@
 /*
  * sys.c - the descriptors libsmcr makes for itself (sys.h): sealed memfds,
  * eventfds, the rule that moves them out of the application's way, the
- * application's range closes, which leave them open, and the one poll()
- * libsmcr waits on them with.
+ * application's range closes, which leave them open, its dups onto them,
+ * which move them, and the one poll() libsmcr waits on them with.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/select.h>
@@ -21,31 +24,144 @@
 
 static int mark_own(int fd)
 {
-	smcr_fd_set(fd, SMCR_FD_OWN);
+	if (smcr_fd_set(fd, SMCR_FD_OWN))
+		smcr_fd_set_keeper(fd, NULL);   /* kept only once a holder says where */
 	return fd;
+}
+
+/* A copy of fd, close-on-exec, at or above half the soft RLIMIT_NOFILE; -1 if none. */
+static int copy_aside(int fd)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < 64)
+		return -1;
+	rlim_t half = rl.rlim_cur / 2;
+	int floor = (int)(rl.rlim_cur > 2048 ? half : (half < 512 ? half : 512));
+
+	return REAL(fcntl)(fd, F_DUPFD_CLOEXEC, floor);
+}
+
+/*
+ * A copy of fd, close-on-exec, just above the soft RLIMIT_NOFILE, where the
+ * application can neither dup2 nor get a number: the limit is raised for
+ * the copy (with prlimit: setrlimit is interposed) and put back.
+ * -1 if the hard limit leaves no room.
+ */
+static int copy_beyond_limit(int fd)
+{
+	struct rlimit rl, raised;
+	int high;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max <= rl.rlim_cur ||
+	    rl.rlim_cur > INT_MAX - 64)
+		return -1;
+	raised = rl;
+	raised.rlim_cur = rl.rlim_max - rl.rlim_cur > 64 ? rl.rlim_cur + 64 : rl.rlim_max;
+	if (prlimit(0, RLIMIT_NOFILE, &raised, NULL) != 0)
+		return -1;
+	high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, (int)rl.rlim_cur);
+	prlimit(0, RLIMIT_NOFILE, &rl, NULL);
+	return high;
 }
 
 int smcr_sys_fd_aside(int fd)
 {
 	int saved_errno = errno;
-	struct rlimit rl;
+	int high;
 
 	if (fd < 0)
 		return fd;
-	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < 64) {
-		errno = saved_errno;
-		return mark_own(fd);
-	}
-	rlim_t half = rl.rlim_cur / 2;
-	int floor = (int)(rl.rlim_cur > 2048 ? half : (half < 512 ? half : 512));
-	int high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, floor);
-
+	high = copy_aside(fd);
 	if (high >= 0) {
 		REAL(close)(fd);
 		fd = high;
 	}
 	errno = saved_errno;
 	return mark_own(fd);
+}
+
+/* Held while a kept descriptor moves or closes: the holder's int stays valid meanwhile. */
+static pthread_mutex_t keepers_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void smcr_sys_fd_keep(int *where)
+{
+	pthread_mutex_lock(&keepers_lock);
+	int fd = __atomic_load_n(where, __ATOMIC_RELAXED);
+
+	if (fd >= 0 && smcr_fd_get(fd) == SMCR_FD_OWN)
+		smcr_fd_set_keeper(fd, where);
+	pthread_mutex_unlock(&keepers_lock);
+}
+
+void smcr_sys_close_kept(int *where)
+{
+	pthread_mutex_lock(&keepers_lock);
+	int fd = __atomic_load_n(where, __ATOMIC_RELAXED);
+
+	if (fd >= 0 && smcr_fd_keeper(fd) == where)
+		smcr_fd_set_keeper(fd, NULL);
+	smcr_sys_close(fd);
+	__atomic_store_n(where, -1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&keepers_lock);
+}
+
+static void moved_nowhere(int from, int to)
+{
+	(void)from;
+	(void)to;
+}
+
+static void (*_Atomic on_moved)(int from, int to) = moved_nowhere;
+
+void smcr_sys_on_fd_moved(void (*moved)(int from, int to))
+{
+	atomic_store_explicit(&on_moved, moved ? moved : moved_nowhere, memory_order_release);
+}
+
+bool smcr_sys_fd_before_dup(int newfd)
+{
+	int saved_errno = errno, *where, moved = -1;
+	bool ok = true;
+
+	if (smcr_fd_get(newfd) != SMCR_FD_OWN)
+		return true;
+	pthread_mutex_lock(&keepers_lock);
+	where = smcr_fd_keeper(newfd);
+	if (where && __atomic_load_n(where, __ATOMIC_RELAXED) == newfd) {
+		moved = copy_aside(newfd);
+		if (moved < 0)
+			moved = copy_beyond_limit(newfd);       /* the application took all below */
+		if (moved < 0 || !smcr_fd_set(moved, SMCR_FD_OWN) ||
+		    !smcr_fd_set_keeper(moved, where)) {
+			if (moved >= 0)
+				REAL(close)(moved);
+			saved_errno = EMFILE;
+			ok = false;
+		} else {
+			__atomic_store_n(where, moved, __ATOMIC_RELEASE);
+		}
+	}
+	if (ok) {
+		smcr_fd_set_keeper(newfd, NULL);
+		smcr_fd_claim(newfd, SMCR_FD_OWN, SMCR_FD_UNKNOWN);
+	}
+	pthread_mutex_unlock(&keepers_lock);
+	/* unlocked: the layers above close kept descriptors under their own locks */
+	if (ok && moved >= 0)
+		atomic_load_explicit(&on_moved, memory_order_acquire)(newfd, moved);
+	errno = saved_errno;
+	return ok;
+}
+
+void smcr_sys_fork_prepare(void)
+{
+	pthread_mutex_lock(&keepers_lock);
+}
+
+void smcr_sys_fork_done(void)
+{
+	pthread_mutex_unlock(&keepers_lock);
 }
 
 void smcr_sys_close(int fd)
@@ -55,6 +171,7 @@ void smcr_sys_close(int fd)
 	if (fd < 0)
 		return;
 	smcr_fd_claim(fd, SMCR_FD_OWN, SMCR_FD_UNKNOWN);
+	smcr_fd_set_keeper(fd, NULL);
 	REAL(close)(fd);
 	errno = saved_errno;
 }

@@ -37,6 +37,50 @@ int smcr_sys_fd_aside(int fd);
 void smcr_sys_close(int fd);
 
 /*
+ * Kept descriptors.  An application may dup2() onto a number that is ours
+ * (it cannot see it: to it the number is free).  So a holder that keeps
+ * one of ours for long tells where it keeps the number: before the
+ * application's dup2 or dup3 onto it, the descriptor moves to another
+ * number and the holder's int follows (stored atomically), and libsmcr
+ * never again reads, writes or closes the number the application took.  A
+ * call that read the number just before the move may still use it once.
+ *
+ * smcr_sys_fd_keep: *where holds one of ours (from smcr_sys_fd_aside, or
+ * -1: nothing to keep), kept there from now on (a later call elsewhere
+ * takes it over).  smcr_sys_close_kept: closes *where's descriptor and
+ * sets it to -1; a kept descriptor is closed only so, never by its number,
+ * which may have moved.
+ */
+void smcr_sys_fd_keep(int *where);
+void smcr_sys_close_kept(int *where);
+
+/* The number of the descriptor kept at *where, now. */
+static inline int smcr_sys_kept(const int *where)
+{
+	return __atomic_load_n(where, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * moved(from, to) runs after a kept descriptor moved from number from to
+ * number to, while from still names it (before the application's dup):
+ * the place for a layer above to move what it registered under from
+ * (epoll).  Registered once at start; NULL: nobody.
+ */
+void smcr_sys_on_fd_moved(void (*moved)(int from, int to));
+
+/*
+ * Before the application's dup2 or dup3 onto newfd: if newfd is a kept
+ * descriptor of ours, moves it away (above); true if the dup may go on,
+ * false (errno EMFILE) if ours could not move, and the dup must fail.  One
+ * of ours that nobody keeps is given up to the application.
+ */
+bool smcr_sys_fd_before_dup(int newfd);
+
+/* Around fork: the kept descriptors' lock, so that a child finds it free. */
+void smcr_sys_fork_prepare(void);
+void smcr_sys_fork_done(void);
+
+/*
  * The application's close_range and closefrom: every descriptor in the
  * range but libsmcr's own.  As the C library's (close_range: 0 or -1 and
  * errno; closefrom: nothing).

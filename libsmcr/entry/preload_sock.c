@@ -219,15 +219,24 @@ int dup(int oldfd)
 }
 
 /*
- * newfd now names a copy of oldfd: if it was one of ours, it is ours no
- * more (smcrd's socket and maps are given up; a connection's eventfd is
- * not yet moved out of the way: a known gap); if it is a standard
- * descriptor, its stream follows (std_streams.c).
+ * Before a dup onto newfd: a descriptor of ours there moves out of the way
+ * (base/sys.h), or is given up if nobody keeps it (smcrd's socket and
+ * maps); false if it could not move and the dup must fail.
  */
+static bool before_dup(int oldfd, int newfd)
+{
+	if (oldfd != newfd && smcr_fd_get(newfd) == SMCR_FD_OWN) {
+		if (!smcr_sys_fd_before_dup(newfd))
+			return false;
+		smcr_control_fd_closing(newfd);
+	}
+	smcr_std_stream_before_dup(oldfd, newfd);
+	return true;
+}
+
+/* newfd now names a copy of oldfd; if it is a standard descriptor, its stream follows. */
 static void duplicated(int oldfd, int newfd)
 {
-	smcr_fd_claim(newfd, SMCR_FD_OWN, SMCR_FD_UNKNOWN);
-	smcr_control_fd_closing(newfd);
 	smcr_fd_copy(oldfd, newfd);
 	smcr_std_stream_after_dup(newfd);
 }
@@ -236,7 +245,8 @@ int dup2(int oldfd, int newfd)
 {
 	int fd;
 
-	smcr_std_stream_before_dup(oldfd, newfd);
+	if (!before_dup(oldfd, newfd))
+		return -1;
 	fd = REAL(dup2)(oldfd, newfd);
 	if (fd >= 0 && oldfd != newfd)
 		duplicated(oldfd, fd);
@@ -247,7 +257,8 @@ int dup3(int oldfd, int newfd, int flags)
 {
 	int fd;
 
-	smcr_std_stream_before_dup(oldfd, newfd);
+	if (!before_dup(oldfd, newfd))
+		return -1;
 	fd = REAL(dup3)(oldfd, newfd, flags);
 	if (fd >= 0)
 		duplicated(oldfd, fd);

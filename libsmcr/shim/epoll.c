@@ -224,6 +224,18 @@ static void drop(struct smcr_epoll *ep, struct member *m)
 	free(m);
 }
 
+/*
+ * The kernel's registration of m's wake descriptor.  Edge-triggered: the
+ * eventfd stays readable until the next arm reads it, and level-triggered
+ * the kernel would hand it back at every epoll_wait meanwhile, for nothing
+ * (each write is an edge).
+ */
+static struct epoll_event wake_event(const struct member *m)
+{
+	return (struct epoll_event){ .events = EPOLLIN | EPOLLET | (m->events & EPOLLEXCLUSIVE),
+				     .data.u64 = tag(m->fd, TAG_WAKE) };
+}
+
 /* Gives the kernel the registration of regime to for m; false if it refused. */
 static bool apply(struct smcr_epoll *ep, struct member *m, enum regime to)
 {
@@ -254,14 +266,7 @@ static bool apply(struct smcr_epoll *ep, struct member *m, enum regime to)
 		return false;
 	if (to == REG_SMC && m->wake_fd < 0) {
 		int wake = smcr_sock_wake_fd(smcr_fd_sock(m->fd));
-		/*
-		 * Edge-triggered: the eventfd stays readable until the next arm
-		 * reads it, and level-triggered the kernel would hand it back at
-		 * every epoll_wait meanwhile, for nothing (each write is an edge).
-		 */
-		struct epoll_event wev = { .events = EPOLLIN | EPOLLET |
-						     (m->events & EPOLLEXCLUSIVE),
-					   .data.u64 = tag(m->fd, TAG_WAKE) };
+		struct epoll_event wev = wake_event(m);
 
 		if (REAL(epoll_ctl)(ep->fd, EPOLL_CTL_ADD, wake, &wev) == 0)
 			m->wake_fd = wake;
@@ -331,7 +336,8 @@ void smcr_readiness_changed(int fd)
 	pthread_mutex_unlock(&instances_lock);
 }
 
-void smcr_readiness_forget(int fd)
+/* Runs each(ep, fd, arg) on every instance, under its lock; errno is kept. */
+static void every_instance(void (*each)(struct smcr_epoll *ep, int fd, int arg), int fd, int arg)
 {
 	int saved_errno = errno;
 
@@ -340,13 +346,25 @@ void smcr_readiness_forget(int fd)
 	pthread_mutex_lock(&instances_lock);
 	for (struct smcr_epoll *ep = instances; ep; ep = ep->next) {
 		pthread_mutex_lock(&ep->lock);
-		struct member *m = find(ep, fd);
-		if (m)
-			unregister(ep, m);
+		each(ep, fd, arg);
 		pthread_mutex_unlock(&ep->lock);
 	}
 	pthread_mutex_unlock(&instances_lock);
 	errno = saved_errno;
+}
+
+static void forget_in(struct smcr_epoll *ep, int fd, int unused)
+{
+	struct member *m = find(ep, fd);
+
+	(void)unused;
+	if (m)
+		unregister(ep, m);
+}
+
+void smcr_readiness_forget(int fd)
+{
+	every_instance(forget_in, fd, 0);
 }
 
 /*
@@ -406,6 +424,29 @@ static bool stale_plain_member(struct smcr_epoll *ep, struct member *m)
 		return false;
 	drop(ep, m);
 	return true;
+}
+
+/*
+ * A wake descriptor moved out of the application's way (base/sys.h), from
+ * still naming it: the kernel can only drop a registration under the
+ * number it was made with, so each instance holding it moves it now.
+ */
+static void move_wake_in(struct smcr_epoll *ep, int from, int to)
+{
+	for (int i = 0; i < ep->count; i++) {
+		struct member *m = ep->members[i];
+		struct epoll_event wev = wake_event(m);
+
+		if (m->wake_fd != from)
+			continue;
+		REAL(epoll_ctl)(ep->fd, EPOLL_CTL_DEL, from, NULL);
+		m->wake_fd = REAL(epoll_ctl)(ep->fd, EPOLL_CTL_ADD, to, &wev) == 0 ? to : -1;
+	}
+}
+
+void smcr_readiness_fd_moved(int from, int to)
+{
+	every_instance(move_wake_in, from, to);
 }
 
 int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)

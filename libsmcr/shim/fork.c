@@ -2,9 +2,9 @@
  * fork.c - what libsmcr does around fork(), every step in one place and in
  * one explicit order (pthread_atfork runs one set of handlers, these).
  *
- * Before: take every lock a child's copy must find free, outermost last
- * taken: the transports' (smc_transport.h), the control socket's, then the
- * connections'.
+ * Before: take every lock a child's copy must find free, outermost first:
+ * the transports' (smc_transport.h), the control socket's, the
+ * connections', then the kept descriptors' (sys.h).
  * After, in the parent: release them in the reverse order.  After, in the
  * child (one thread, every lock held by the fork's own thread):
  *   1. statistics: count from zero, privately; the connections inherited
@@ -26,6 +26,7 @@
 #include "smc_sock.h"
 #include "smc_transport.h"
 #include "stats.h"
+#include "sys.h"
 
 /* Runs transport t's fork step (the ops member step: fork_prepare, ...), if it has one. */
 #define TRANSPORT_STEP(t, step) do {                                            \
@@ -40,11 +41,13 @@ static void prepare(void)
 		TRANSPORT_STEP(t, fork_prepare);
 	smcr_control_fork_prepare();
 	smcr_sock_fork_prepare();
+	smcr_sys_fork_prepare();
 	smcr_stats_before_fork();
 }
 
 static void parent(void)
 {
+	smcr_sys_fork_done();
 	smcr_sock_fork_done();
 	smcr_control_fork_parent();
 	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++)
@@ -53,6 +56,7 @@ static void parent(void)
 
 static void child(void)
 {
+	smcr_sys_fork_done();
 	smcr_stats_reset();
 	smcr_conn_table_forked(&smcr_stats_now()->conns);
 	smcr_sock_fork_child();

@@ -37,6 +37,9 @@ void smcr_readiness_changed(int fd);
 /* fd is being closed: it leaves every epoll set it is in (fdtable.c). */
 void smcr_readiness_forget(int fd);
 
+/* One of libsmcr's descriptors moved from number from to to (base/sys.h): epoll follows. */
+void smcr_readiness_fd_moved(int from, int to);
+
 /*
  * epfd (or -1) came from epoll_create: known from the start, so that an
  * instance put in another before it has members of ours is seen as one

@@ -30,6 +30,7 @@
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -42,6 +43,8 @@
  */
 #define FOREVER -1
 #define HANG_SECONDS 60
+/* where row_dup2_over_high's storm starts: above the verbs libraries' own */
+#define HIGH_FDS 256
 
 static const char *addr;
 static int port, listener, pairs;
@@ -483,6 +486,61 @@ static void *send_later(void *fd)
 /* How the inner epoll instance is waited for: by an outer one, poll, ppoll, select, pselect. */
 enum outer { BY_EPOLL, BY_POLL, BY_PPOLL, BY_SELECT, BY_PSELECT };
 
+/*
+ * A daemon that dup2()s one file of its own onto every high descriptor
+ * (where libsmcr keeps its own), closes them again, and goes on using its
+ * connections, asleep in epoll and in recv: every wakeup still comes, and
+ * nothing is written into its file.
+ */
+static void row_dup2_over_high(void)
+{
+	char path[] = "/tmp/semprobe-dup2.XXXXXX", buf[4];
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 7 };
+	int file = mkstemp(path), ep = epoll_create1(EPOLL_CLOEXEC), c, s, failed = 0;
+	struct rlimit rl, saved;
+	struct stat st;
+	pthread_t t;
+
+	puts("== dup2 onto every high descriptor");
+	unlink(path);
+	/*
+	 * A limit a storm can cover (libsmcr keeps its own at half of it), and
+	 * room above it up to the hard limit, where libsmcr moves its own
+	 * once the application has taken every number below.
+	 */
+	getrlimit(RLIMIT_NOFILE, &rl);
+	saved = rl;
+	rl.rlim_cur = rl.rlim_cur < 1024 ? rl.rlim_cur : 1024;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_cur + 64 > rl.rlim_max)
+		rl.rlim_cur = rl.rlim_max - 64;
+	CALL("setrlimit(RLIMIT_NOFILE) to at most 1024", setrlimit(RLIMIT_NOFILE, &rl));
+	pair(&c, &s);
+	CALL("epoll_ctl ADD", epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
+	CALL("peer sends", send(c, "a", 1, 0));
+	show_epoll("epoll_wait", ep, FOREVER);
+	CALL("recv", recv(s, buf, sizeof(buf), 0));
+	for (int fd = HIGH_FDS; fd < (int)rl.rlim_cur; fd++)
+		failed += dup2(file, fd) != fd;
+	show("dup2 onto the high descriptors, failed", failed);
+	pthread_create(&t, NULL, send_later, &c);
+	show_epoll("epoll_wait, sent while asleep", ep, FOREVER);
+	pthread_join(t, NULL);
+	CALL("recv", recv(s, buf, sizeof(buf), 0));
+	pthread_create(&t, NULL, send_later, &s);
+	CALL("peer's recv, sent while asleep", recv(c, buf, sizeof(buf), 0));
+	pthread_join(t, NULL);
+	CALL("close_range of the high descriptors", close_range(HIGH_FDS, ~0u, 0));
+	CALL("peer sends", send(c, "b", 1, 0));
+	show_epoll("epoll_wait", ep, FOREVER);
+	CALL("recv", recv(s, buf, sizeof(buf), 0));
+	CALL("fstat the file", fstat(file, &st));
+	show("its size", (long)st.st_size);
+	close(file);
+	close(ep);
+	unpair(c, s);
+	setrlimit(RLIMIT_NOFILE, &saved);
+}
+
 static int wait_outer(enum outer how, int inner, int outer_ep, int timeout_ms)
 {
 	struct pollfd p = { .fd = inner, .events = POLLIN };
@@ -769,6 +827,7 @@ int main(int argc, char **argv)
 	row_raw_clone();
 	row_confined_child();
 	row_stdio();
+	row_dup2_over_high();
 	row_every_call();
 	closefrom(listener);
 	printf("connections: %d\n", pairs);

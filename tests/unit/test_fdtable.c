@@ -189,6 +189,56 @@ static void range_closes_spare_own(void **state)
 	close(null);
 }
 
+static int moved_from = -1, moved_to = -1;
+
+static void note_move(int from, int to)
+{
+	moved_from = from;
+	moved_to = to;
+}
+
+/*
+ * The application's dup2 onto a kept descriptor of ours: ours moves first,
+ * its keeper follows, the layers above hear of it, and the number is the
+ * application's; one that nobody keeps is given up.
+ */
+static void dup_onto_kept_moves_it(void **state)
+{
+	int kept = smcr_sys_fd_aside(smcr_sys_eventfd()), was = kept, null = open("/dev/null", O_RDONLY);
+	int unkept = smcr_sys_fd_aside(smcr_sys_eventfd());
+	uint64_t one = 1, got = 0;
+
+	(void)state;
+	assert_true(kept >= 0 && unkept >= 0 && null >= 0);
+	smcr_sys_on_fd_moved(note_move);
+	smcr_sys_fd_keep(&kept);
+	assert_int_equal(write(kept, &one, sizeof(one)), sizeof(one));
+	assert_true(smcr_sys_fd_before_dup(was));
+	assert_int_not_equal(kept, was);
+	assert_int_equal(moved_from, was);
+	assert_int_equal(moved_to, kept);
+	assert_int_equal(smcr_fd_get(was), SMCR_FD_UNKNOWN);
+	assert_int_equal(smcr_fd_get(kept), SMCR_FD_OWN);
+	assert_ptr_equal(smcr_fd_keeper(kept), &kept);
+	assert_int_equal(dup2(null, was), was);
+	/* the same eventfd, its count intact, under the new number */
+	assert_int_equal(read(kept, &got, sizeof(got)), sizeof(got));
+	assert_int_equal(got, 1);
+	smcr_sys_close_kept(&kept);
+	assert_int_equal(kept, -1);
+	assert_false(is_open(moved_to));
+	assert_true(is_open(was));
+	/* not kept: given up where it is */
+	moved_from = moved_to = -1;
+	assert_true(smcr_sys_fd_before_dup(unkept));
+	assert_int_equal(moved_from, -1);
+	assert_int_equal(smcr_fd_get(unkept), SMCR_FD_UNKNOWN);
+	close(unkept);
+	close(was);
+	close(null);
+	smcr_sys_on_fd_moved(NULL);
+}
+
 /*
  * A process that lowered RLIMIT_NOFILE to 0 (as sandboxes do) gets EINVAL
  * from poll(); libsmcr's own waits still see data, the peer's end and a
@@ -237,6 +287,7 @@ int main(void)
 		cmocka_unit_test_setup(concurrent_first_use, reset),
 		cmocka_unit_test_setup(own_descriptors_stay, reset),
 		cmocka_unit_test_setup(range_closes_spare_own, reset),
+		cmocka_unit_test_setup(dup_onto_kept_moves_it, reset),
 		cmocka_unit_test_setup(waits_survive_rlimit_nofile_0, reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

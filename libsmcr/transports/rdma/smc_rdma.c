@@ -96,9 +96,9 @@ static void wake_waiters(struct rdma_conn *rc)
 {
 	atomic_thread_fence(memory_order_seq_cst);
 	if (smc_wake_claim(&rc->waiting))
-		smc_wake_signal_fd(rc->sleep_fd);
+		smc_wake_signal_fd(smcr_sys_kept(&rc->sleep_fd));
 	if (smc_wake_claim(&rc->armed))
-		smc_wake_signal_fd(rc->wake_fd);
+		smc_wake_signal_fd(smcr_sys_kept(&rc->wake_fd));
 }
 
 static void deliver(struct smc_rdma_endpoint *ep, const uint8_t msg[SMC_CDC_MSG_LEN])
@@ -188,6 +188,8 @@ static int rdma_create_rmb(struct smc_conn *conn, unsigned int size_class, int m
 	rc->staging = smc_rdma_staging_get(rc->local.dev, size_class);
 	rc->wake_fd = smcr_sys_fd_aside(smcr_sys_eventfd());
 	rc->sleep_fd = smcr_sys_fd_aside(smcr_sys_eventfd());
+	smcr_sys_fd_keep(&rc->wake_fd);
+	smcr_sys_fd_keep(&rc->sleep_fd);
 	if (!rc->rmb || !rc->staging || rc->wake_fd < 0 || rc->sleep_fd < 0)
 		goto fail;
 	rc->size_class = size_class;
@@ -203,8 +205,8 @@ fail:
 		smc_rdma_buf_put(rc->rmb);
 	if (rc->staging)
 		smc_rdma_buf_put(rc->staging);
-	smcr_sys_close(rc->wake_fd);
-	smcr_sys_close(rc->sleep_fd);
+	smcr_sys_close_kept(&rc->wake_fd);
+	smcr_sys_close_kept(&rc->sleep_fd);
 	free(rc);
 	return err;
 }
@@ -465,7 +467,7 @@ static struct smcr_spin_how rdma_spin_how(void)
 static int sleep_once(struct rdma_conn *rc, int ms)
 {
 	struct pollfd p[2] = {
-		{ .fd = rc->sleep_fd, .events = POLLIN },
+		{ .fd = smcr_sys_kept(&rc->sleep_fd), .events = POLLIN },
 		{ .fd = rc->link ? smc_rdma_link_event_fd(rc->link) : -1, .events = POLLIN },
 	};
 	uint64_t count;
@@ -477,7 +479,7 @@ static int sleep_once(struct rdma_conn *rc, int ms)
 		return -ETIMEDOUT;
 	if (!p[0].revents)
 		return 1;
-	if (REAL(read)(rc->sleep_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+	if (REAL(read)(smcr_sys_kept(&rc->sleep_fd), &count, sizeof(count)) < 0 && errno != EAGAIN)
 		return -errno;
 	return 0;
 }
@@ -532,7 +534,7 @@ static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 
 static int rdma_wake_fd(struct smc_conn *conn)
 {
-	return priv(conn)->wake_fd;
+	return smcr_sys_kept(&priv(conn)->wake_fd);
 }
 
 static bool rdma_arm(struct smc_conn *conn, uint32_t since, bool signalled)
@@ -545,7 +547,7 @@ static bool rdma_arm(struct smc_conn *conn, uint32_t since, bool signalled)
 	if (signalled || !atomic_load_explicit(&rc->armed, memory_order_relaxed) ||
 	    wakes != atomic_load_explicit(&rc->wakes_seen, memory_order_relaxed)) {
 		atomic_store_explicit(&rc->wakes_seen, wakes, memory_order_relaxed);
-		if (REAL(read)(rc->wake_fd, &count, sizeof(count)) < 0)
+		if (REAL(read)(smcr_sys_kept(&rc->wake_fd), &count, sizeof(count)) < 0)
 			errno = saved_errno;
 	}
 	atomic_store_explicit(&rc->armed, 1, memory_order_relaxed);
@@ -561,8 +563,8 @@ static void rdma_wake(struct smc_conn *conn)
 	atomic_fetch_add_explicit(&rc->wakes, 1, memory_order_release);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (smc_wake_claim(&rc->waiting))
-		smc_wake_signal_fd(rc->sleep_fd);
-	smc_wake_signal_fd(rc->wake_fd);		/* for poll and epoll, armed or not */
+		smc_wake_signal_fd(smcr_sys_kept(&rc->sleep_fd));
+	smc_wake_signal_fd(smcr_sys_kept(&rc->wake_fd));	/* for poll and epoll, armed or not */
 }
 
 static void rdma_release(struct smc_conn *conn)
@@ -575,8 +577,8 @@ static void rdma_release(struct smc_conn *conn)
 	}
 	smc_rdma_buf_put(rc->staging);
 	smc_rdma_buf_put(rc->rmb);
-	smcr_sys_close(rc->wake_fd);
-	smcr_sys_close(rc->sleep_fd);
+	smcr_sys_close_kept(&rc->wake_fd);
+	smcr_sys_close_kept(&rc->sleep_fd);
 	pthread_mutex_destroy(&rc->mbox_lock);
 	free(rc);
 	conn->priv = NULL;

@@ -90,7 +90,7 @@ static int watch(int fd, struct poll_src *src)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = src };
 
-	return REAL(epoll_ctl)(smc_rdma.epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+	return REAL(epoll_ctl)(smcr_sys_kept(&smc_rdma.epfd), EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
 /* Under smc_rdma.lock: our state for the device behind verbs, made on first use. */
@@ -196,7 +196,7 @@ static void *poller(void *unused)
 		int rearm = !smc_rdma.rearm_at ? -1 : smc_rdma.rearm_at <= now ? 0 :
 			    (int)((smc_rdma.rearm_at - now + 999999) / 1000000);
 		int idle = poller_ops->idle();
-		int n = REAL(epoll_wait)(smc_rdma.epfd, ev, 16,
+		int n = REAL(epoll_wait)(smcr_sys_kept(&smc_rdma.epfd), ev, 16,
 					 rearm < 0 ? idle : idle < 0 || rearm < idle ? rearm : idle);
 
 		for (int i = 0; i < n; i++) {
@@ -291,8 +291,8 @@ void smc_rdma_fork_child(void)
 	free(held);
 	held = NULL;
 	if (started && !start_err) {
-		smcr_sys_close(smc_rdma.epfd);
-		smcr_sys_close(smc_rdma.ctl_fd);
+		smcr_sys_close_kept(&smc_rdma.epfd);
+		smcr_sys_close_kept(&smc_rdma.ctl_fd);
 		smcr_sys_close(smc_rdma.cm->fd);
 		for (struct rdma_dev *dev = smc_rdma.devs; dev; dev = dev->next) {
 			smcr_sys_close(dev->chan->fd);
@@ -345,6 +345,8 @@ static int start(void)
 	smc_rdma.cm = IBV(rdma_create_event_channel)();
 	smc_rdma.epfd = smcr_sys_fd_aside(REAL(epoll_create1)(EPOLL_CLOEXEC));
 	smc_rdma.ctl_fd = smcr_sys_fd_aside(smcr_sys_eventfd());
+	smcr_sys_fd_keep(&smc_rdma.epfd);
+	smcr_sys_fd_keep(&smc_rdma.ctl_fd);
 	if (!smc_rdma.cm || smc_rdma.epfd < 0 || smc_rdma.ctl_fd < 0 ||
 	    nonblocking(smc_rdma.cm->fd) || watch(smc_rdma.cm->fd, &cm_src) ||
 	    watch(smc_rdma.ctl_fd, &ctl_src)) {

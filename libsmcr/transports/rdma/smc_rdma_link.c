@@ -29,6 +29,7 @@
 #include "log.h"
 #include "real.h"
 #include "smc_rdma_priv.h"
+#include "sys.h"
 
 #define RECV_BUF_LEN	64		/* a CDC is 44 bytes */
 
@@ -156,7 +157,7 @@ static void wake_poller(void)
 {
 	uint64_t one = 1;
 
-	if (REAL(write)(smc_rdma.ctl_fd, &one, sizeof(one)) < 0)
+	if (REAL(write)(smcr_sys_kept(&smc_rdma.ctl_fd), &one, sizeof(one)) < 0)
 		smcr_log(SMCR_LOG_WARN, "rdma: cannot wake the poller");
 }
 
@@ -597,7 +598,7 @@ void smc_rdma_on_reap(struct rdma_dev *unused)
 	uint64_t count;
 
 	(void)unused;
-	if (REAL(read)(smc_rdma.ctl_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+	if (REAL(read)(smcr_sys_kept(&smc_rdma.ctl_fd), &count, sizeof(count)) < 0 && errno != EAGAIN)
 		smcr_log(SMCR_LOG_WARN, "rdma: reading the poller's eventfd failed");
 	pthread_mutex_lock(&smc_rdma.lock);
 	list = smc_rdma.reap;

@@ -197,6 +197,7 @@ static int shm_create_rmb(struct smc_conn *conn, unsigned int size_class, int me
 	shm->ctl->hdr.rmb_size = smc_rmb_size(size_class);
 	atomic_store_explicit(&shm->ctl->armed, 1, memory_order_release);
 	conn->rmb_size = conn->st->rmb_size = smc_rmb_size(size_class);
+	smcr_sys_fd_keep(&shm->wake_fd);
 	return 0;
 }
 
@@ -220,6 +221,7 @@ static int shm_map_rmb(struct smc_conn *conn, int memfd, int wake_fd)
 		return -EPROTO;
 	}
 	conn->rmb_size = smc_rmb_size(size_class);      /* the memfd holds that much */
+	smcr_sys_fd_keep(&shm->wake_fd);
 	return 0;
 }
 
@@ -252,6 +254,7 @@ static int shm_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_co
 	shm->peer_rmb = (uint8_t *)ctl + SHM_CTL_SIZE;
 	shm->peer_len = len;
 	shm->peer_wake_fd = peer_wake_fd;
+	smcr_sys_fd_keep(&shm->peer_wake_fd);
 	conn->peer_rmb_size = conn->st->peer_rmb_size = smc_rmb_size(size_class);
 	return 0;
 }
@@ -281,7 +284,7 @@ static int shm_send_cdc(struct smc_conn *conn, const uint8_t msg[SMC_CDC_MSG_LEN
 	for (unsigned int i = 0; i < MBOX_WORDS; i++)
 		atomic_store_explicit(&mbox->msg[i], words[i], memory_order_relaxed);
 	atomic_store_explicit(&mbox->seq, seq + 2, memory_order_release);
-	wake_side(shm->peer_ctl, shm->peer_wake_fd);
+	wake_side(shm->peer_ctl, smcr_sys_kept(&shm->peer_wake_fd));
 	return 0;
 }
 
@@ -325,7 +328,7 @@ static void consume_wakeup(struct shm *shm, bool signalled)
 	    wakes == atomic_load_explicit(&shm->wakes_seen, memory_order_relaxed))
 		return;
 	atomic_store_explicit(&shm->wakes_seen, wakes, memory_order_relaxed);
-	if (REAL(read)(shm->wake_fd, &count, sizeof(count)) < 0)
+	if (REAL(read)(smcr_sys_kept(&shm->wake_fd), &count, sizeof(count)) < 0)
 		errno = saved_errno;
 }
 
@@ -341,7 +344,7 @@ static bool shm_arm(struct smc_conn *conn, uint32_t since, bool signalled)
 
 static int shm_wake_fd(struct smc_conn *conn)
 {
-	return ((struct shm *)conn->priv)->wake_fd;
+	return smcr_sys_kept(&((struct shm *)conn->priv)->wake_fd);
 }
 
 /* The peer's answer needs a CPU of this host: spin.h's pauses apply. */
@@ -384,7 +387,7 @@ static void shm_wake(struct smc_conn *conn)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (smc_wake_claim(&shm->ctl->waiting))
 		smc_futex(&shm->ctl->waiting, FUTEX_WAKE, INT_MAX, NULL);
-	smc_wake_signal_fd(shm->wake_fd);        /* for poll and epoll, armed or not */
+	smc_wake_signal_fd(smcr_sys_kept(&shm->wake_fd)); /* for poll and epoll, armed or not */
 }
 
 static void shm_release(struct smc_conn *conn)
@@ -393,8 +396,8 @@ static void shm_release(struct smc_conn *conn)
 
 	if (shm->peer_ctl)
 		munmap(shm->peer_ctl, shm->peer_len);
-	smcr_sys_close(shm->peer_wake_fd);
-	smcr_sys_close(shm->wake_fd);
+	smcr_sys_close_kept(&shm->peer_wake_fd);
+	smcr_sys_close_kept(&shm->wake_fd);
 	munmap(shm->ctl, shm->len);
 	free(shm);
 	conn->priv = NULL;
