@@ -12,8 +12,9 @@
  * closes with our bytes unread in its socket, its kernel resets the
  * connection.  So the constructor replaces each standard stream whose
  * descriptor is an SMC connection by a stream of that descriptor whose
- * reads, writes and close are our interposed calls (fopencookie), with the
- * buffering the C library gives a socket (full; none for stderr).  The new
+ * reads, writes and close are our interposed calls (fopencookie), buffered
+ * as the old stream was (full, as the C library buffers a socket, unless
+ * the program chose otherwise with setvbuf; none for stderr).  The new
  * stream answers fileno() with the descriptor, as the old one did.
  *
  * The same holds for the streams a program makes later: fdopen() of a
@@ -27,6 +28,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <unistd.h>
 
 #include "fdtable.h"
@@ -80,7 +82,19 @@ static int stream_close(void *cookie)
 }
 
 /* A stream on descriptor fd whose calls libsmcr serves; NULL and errno if none. */
-static FILE *open_stream(int fd, const char *mode)
+/* glibc's flag of an unbuffered stream (libio's _IO_UNBUFFERED; stdio_ext.h has no test). */
+#define GLIBC_UNBUFFERED 0x0002
+
+/* How old is buffered: _IONBF, _IOLBF or _IOFBF (a stream not yet used is full). */
+static int buffering_of(FILE *old)
+{
+	if (old->_flags & GLIBC_UNBUFFERED)
+		return _IONBF;
+	return __flbf(old) ? _IOLBF : _IOFBF;
+}
+
+/* A stream of fd served by our calls, buffered as buffering says. */
+static FILE *open_stream(int fd, const char *mode, int buffering)
 {
 	static const cookie_io_functions_t io = {
 		.read = stream_read, .write = stream_write, .seek = stream_seek,
@@ -90,8 +104,8 @@ static FILE *open_stream(int fd, const char *mode)
 
 	if (f) {
 		f->_fileno = fd;        /* fileno(); glibc's cookie streams go by the functions */
-		if (fd == STDERR_FILENO)
-			setvbuf(f, NULL, _IONBF, 0);
+		if (buffering != _IOFBF)
+			setvbuf(f, NULL, buffering, 0);
 	}
 	return f;
 }
@@ -117,7 +131,7 @@ static void replace(int fd)
 
 	if (*stream == ours[fd])
 		return;
-	f = open_stream(fd, mode);
+	f = open_stream(fd, mode, buffering_of(*stream));
 	if (f)
 		*stream = ours[fd] = f;
 	errno = saved_errno;
@@ -149,5 +163,5 @@ void smcr_std_stream_after_dup(int newfd)
 
 FILE *fdopen(int fd, const char *mode)
 {
-	return smcr_fd_sock(fd) ? open_stream(fd, mode) : REAL(fdopen)(fd, mode);
+	return smcr_fd_sock(fd) ? open_stream(fd, mode, _IOFBF) : REAL(fdopen)(fd, mode);
 }

@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -717,6 +718,7 @@ static void row_stdio(void)
 	dup2(saved, STDOUT_FILENO);
 	close(saved);
 	show_line("the peer reads from our stdout", c);
+	say("stdout still line-buffered (setvbuf)", __flbf(stdout) ? "yes" : "no");
 	unpair(c, s);
 }
 
