@@ -93,11 +93,14 @@ struct smcr_control_msg {
 	char text[240];                 /* replies: why a request was refused */
 };
 
+/* A process's command name: the kernel's (TASK_COMM_LEN), any bytes, NUL-padded. */
+#define SMCR_COMM_LEN 16
+
 struct smcr_control_proc {
 	int32_t pid;
 	uint32_t uid;
 	uint64_t granted;               /* bytes of buffer memory it holds */
-	char comm[16];
+	char comm[SMCR_COMM_LEN];
 	uint32_t open;                  /* its connections open now */
 	uint32_t peak;                  /* the most it had open at once */
 	uint64_t bytes_in, bytes_out;   /* every transport, since it started */
@@ -141,7 +144,7 @@ struct smcr_control_stats {
 /* One connection of a registered process (conn_record.h). */
 struct smcr_control_conn {
 	int32_t pid;
-	char comm[16];
+	char comm[SMCR_COMM_LEN];
 	struct smcr_conn_view c;
 };
 

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "control_proto.h"
 #include "shm_broker.h"
 #include "stats_agg.h"
 
@@ -29,7 +30,7 @@ struct smcrd_client {
 	uint64_t offered;               /* of which its offers hold (released only by WITHDRAW) */
 	bool registered;                /* a process using smcr, not a passing smcrctl */
 	const struct smcr_stats *stats; /* its counters, mapped read-only; NULL: none */
-	char comm[16];
+	char comm[SMCR_COMM_LEN];
 };
 
 struct smcrd_control {

@@ -33,8 +33,10 @@ int smcrctl_status(const struct smcrctl_args *a)
 	printf("processes:   %u registered\n", st.nprocs);
 	if (st.nprocs)
 		printf("  %8s %6s %12s  %s\n", "PID", "UID", "MEMORY", "COMMAND");
-	for (uint32_t i = 0; i < st.nprocs && i < SMCR_CONTROL_STATUS_PROCS; i++)
-		printf("  %8d %6u %12llu  %.16s\n", st.procs[i].pid, st.procs[i].uid,
-		       (unsigned long long)st.procs[i].granted, st.procs[i].comm);
+	for (uint32_t i = 0; i < st.nprocs && i < SMCR_CONTROL_STATUS_PROCS; i++) {
+		char name[SMCRCTL_NAME_SIZE];
+		printf("  %8d %6u %12llu  %s\n", st.procs[i].pid, st.procs[i].uid,
+		       (unsigned long long)st.procs[i].granted, smcrctl_name(st.procs[i].comm, name));
+	}
 	return 0;
 }
