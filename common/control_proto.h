@@ -72,7 +72,8 @@ enum smcr_control_type {
 					   eventfd, then 2 more if the other end offered: that
 					   end's memfd and eventfd; -ENOENT if nothing was */
 	SMCR_CONTROL_CONNS,             /* .token: where to go on (0: from the start); reply:
-					   struct smcr_control_conns */
+					   struct smcr_control_conns, of the processes the
+					   asker may see (as STATUS's) */
 };
 
 /* smcr_control_msg.transports */
@@ -114,7 +115,8 @@ struct smcr_control_status {
 	struct smcr_control_msg head;
 	int32_t daemon_pid;
 	uint32_t prog_id;               /* the sock_ops program; 0: not attached */
-	uint32_t nprocs;                /* registered processes (procs[] holds the first ones) */
+	uint32_t nprocs;                /* registered processes the asker may see: all for root,
+					   else its own uid's (procs[] holds the first ones) */
 	uint32_t enabled;
 	uint32_t offered;               /* shared-memory buffers offered, not withdrawn */
 	uint32_t attached;              /* of which the peer has attached */

@@ -33,6 +33,17 @@ struct smcrd_client {
 	char comm[SMCR_COMM_LEN];
 };
 
+/*
+ * Whether a process of uid viewer may see c's pid, name, connections and
+ * figures (STATUS, CONNS): root sees every user's, others their own.  The
+ * rest would show any user more than ss(8) shows of another's sockets
+ * (cursors, bytes, buffers), and the processes that hidepid hides.
+ */
+static inline bool smcrd_client_visible(const struct smcrd_client *c, uid_t viewer)
+{
+	return viewer == 0 || c->uid == viewer;
+}
+
 struct smcrd_control {
 	int listen_fd;
 	int spare_fd;                   /* held for when descriptors run out (refuse_one) */

@@ -164,7 +164,7 @@ enum row_level { BASIC, DETAIL };       /* DETAIL: only with -d */
 	ROW(DETAIL, "CDC send slots exhausted:", NULL, COUNT, c->rdma.cdc_slots_exhausted)      \
 	ROW(DETAIL, "CDCs for unknown tokens:", NULL, COUNT, c->rdma.cdc_unknown_token)         \
 	ROW(DETAIL, "Buffer memory registered:", NULL, MIB_TENTHS, c->rdma.bytes_registered)    \
-	SECTION(DETAIL, "Per process (since each started)", NULL)                             \
+	SECTION(DETAIL, "Per process (since each started; self-reported but MEMORY)", NULL)                             \
 	ROW(DETAIL, "", NULL, PROCESSES, 0)
 
 /*
