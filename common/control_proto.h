@@ -72,7 +72,8 @@ enum smcr_control_type {
 					   eventfd, then 2 more if the other end offered: that
 					   end's memfd and eventfd; -ENOENT if nothing was */
 	SMCR_CONTROL_CONNS,             /* .token: where to go on (0: from the start); reply:
-					   struct smcr_control_conns */
+					   struct smcr_control_conns, of the processes the
+					   asker may see (as STATUS's) */
 };
 
 /* smcr_control_msg.transports */
@@ -93,11 +94,14 @@ struct smcr_control_msg {
 	char text[240];                 /* replies: why a request was refused */
 };
 
+/* A process's command name: the kernel's (TASK_COMM_LEN), any bytes, NUL-padded. */
+#define SMCR_COMM_LEN 16
+
 struct smcr_control_proc {
 	int32_t pid;
 	uint32_t uid;
 	uint64_t granted;               /* bytes of buffer memory it holds */
-	char comm[16];
+	char comm[SMCR_COMM_LEN];
 	uint32_t open;                  /* its connections open now */
 	uint32_t peak;                  /* the most it had open at once */
 	uint64_t bytes_in, bytes_out;   /* every transport, since it started */
@@ -111,7 +115,8 @@ struct smcr_control_status {
 	struct smcr_control_msg head;
 	int32_t daemon_pid;
 	uint32_t prog_id;               /* the sock_ops program; 0: not attached */
-	uint32_t nprocs;                /* registered processes (procs[] holds the first ones) */
+	uint32_t nprocs;                /* registered processes the asker may see: all for root,
+					   else its own uid's (procs[] holds the first ones) */
 	uint32_t enabled;
 	uint32_t offered;               /* shared-memory buffers offered, not withdrawn */
 	uint32_t attached;              /* of which the peer has attached */
@@ -141,7 +146,7 @@ struct smcr_control_stats {
 /* One connection of a registered process (conn_record.h). */
 struct smcr_control_conn {
 	int32_t pid;
-	char comm[16];
+	char comm[SMCR_COMM_LEN];
 	struct smcr_conn_view c;
 };
 

@@ -1,5 +1,6 @@
 /*
- * conns.c - the CONNS pages (conns.h).
+ * conns.c - the CONNS pages (conns.h): a process sees its own user's
+ * connections, root every user's.
  *
  * A position is a client's id (ids only grow) and a slot of its table:
  * id << 16 | slot.  A record is another process's memory: the number of
@@ -12,20 +13,21 @@
 #define SLOT_BITS 16
 _Static_assert(SMCR_CONN_SLOTS < 1u << SLOT_BITS, "a slot number fits a position");
 
-/* The registered client with the smallest id at least id; NULL: none. */
+/* The registered client viewer may see with the smallest id at least id; NULL: none. */
 static const struct smcrd_client *next_client(const struct smcrd_client *clients, size_t n,
-					      uint64_t id)
+					      uid_t viewer, uint64_t id)
 {
 	const struct smcrd_client *best = NULL;
 
 	for (size_t i = 0; i < n; i++)
-		if (clients[i].stats && clients[i].id >= id && (!best || clients[i].id < best->id))
+		if (clients[i].stats && clients[i].id >= id && (!best || clients[i].id < best->id) &&
+		    smcrd_client_visible(&clients[i], viewer))
 			best = &clients[i];
 	return best;
 }
 
-void smcrd_conns_page(const struct smcrd_client *clients, size_t nclients, uint64_t where,
-		      struct smcr_control_conns *out)
+void smcrd_conns_page(const struct smcrd_client *clients, size_t nclients, uid_t viewer,
+		      uint64_t where, struct smcr_control_conns *out)
 {
 	uint64_t id = where >> SLOT_BITS;
 	uint32_t slot = (uint32_t)(where & ((1u << SLOT_BITS) - 1));
@@ -33,7 +35,7 @@ void smcrd_conns_page(const struct smcrd_client *clients, size_t nclients, uint6
 
 	out->n = 0;
 	out->head.token = 0;
-	for (; (c = next_client(clients, nclients, id)) != NULL; id = c->id + 1, slot = 0) {
+	for (; (c = next_client(clients, nclients, viewer, id)) != NULL; id = c->id + 1, slot = 0) {
 		uint32_t high = atomic_load_explicit(&c->stats->conns.high, memory_order_relaxed);
 
 		if (c->id != id)

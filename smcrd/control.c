@@ -400,11 +400,13 @@ static void describe_traffic(const struct smcr_stats *s, struct smcr_control_pro
 		p->fallbacks += c.fallbacks[r];
 }
 
-static void describe_procs(const struct smcrd_control *ctl, struct smcr_control_status *st)
+/* The registered processes that viewer may see (smcrd_client_visible). */
+static void describe_procs(const struct smcrd_control *ctl, uid_t viewer,
+			   struct smcr_control_status *st)
 {
 	for (size_t i = 0; i < ctl->nclients; i++) {
 		const struct smcrd_client *c = &ctl->clients[i];
-		if (!c->registered)
+		if (!c->registered || !smcrd_client_visible(c, viewer))
 			continue;
 		if (st->nprocs < SMCR_CONTROL_STATUS_PROCS) {
 			struct smcr_control_proc *p = &st->procs[st->nprocs];
@@ -577,7 +579,7 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 	case SMCR_CONTROL_STATUS:
 		memset(&st, 0, sizeof(st));
 		smcrd_describe(d, &st);
-		describe_procs(ctl, &st);
+		describe_procs(ctl, c->uid, &st);
 		st.head = *m;
 		host_figures(ctl, d, &st.head, limit);
 		return reply(c, &st, sizeof(st), NULL, 0);
@@ -589,7 +591,7 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 		return reply(c, &stats, sizeof(stats), NULL, 0);
 	case SMCR_CONTROL_CONNS:
 		conns.head = *m;
-		smcrd_conns_page(ctl->clients, ctl->nclients, m->token, &conns);
+		smcrd_conns_page(ctl->clients, ctl->nclients, c->uid, m->token, &conns);
 		host_figures(ctl, d, &conns.head, limit);
 		return reply(c, &conns, sizeof(conns), NULL, 0);
 	case SMCR_CONTROL_STATS_RESET:

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "control_proto.h"
 #include "shm_broker.h"
 #include "stats_agg.h"
 
@@ -29,8 +30,19 @@ struct smcrd_client {
 	uint64_t offered;               /* of which its offers hold (released only by WITHDRAW) */
 	bool registered;                /* a process using smcr, not a passing smcrctl */
 	const struct smcr_stats *stats; /* its counters, mapped read-only; NULL: none */
-	char comm[16];
+	char comm[SMCR_COMM_LEN];
 };
+
+/*
+ * Whether a process of uid viewer may see c's pid, name, connections and
+ * figures (STATUS, CONNS): root sees every user's, others their own.  The
+ * rest would show any user more than ss(8) shows of another's sockets
+ * (cursors, bytes, buffers), and the processes that hidepid hides.
+ */
+static inline bool smcrd_client_visible(const struct smcrd_client *c, uid_t viewer)
+{
+	return viewer == 0 || c->uid == viewer;
+}
 
 struct smcrd_control {
 	int listen_fd;

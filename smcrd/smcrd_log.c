@@ -1,10 +1,14 @@
 /*
- * smcrd_log.c - where smcrd's messages go, and which of them.
+ * smcrd_log.c - where smcrd's messages go, and which of them.  Every line is
+ * made printable on its way out: lines carry what other processes chose
+ * (their command names), and the log ends up on an administrator's
+ * terminal (smcrd -f, journalctl).
  */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "printable.h"
 #include "smcrd_log.h"
 
 static int max_priority = LOG_NOTICE;   /* log_level = warn, the default */
@@ -29,7 +33,7 @@ void smcrd_log_to_syslog(void)
 
 void smcrd_log(int priority, const char *fmt, ...)
 {
-	char line[1024];
+	char line[1024], safe[SMCR_PRINTABLE_SIZE(sizeof(line))];
 	va_list ap;
 
 	if (priority > max_priority)
@@ -37,8 +41,9 @@ void smcrd_log(int priority, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	smcr_printable(line, sizeof(line), safe, sizeof(safe));
 	if (use_syslog)
-		syslog(priority, "%s", line);
+		syslog(priority, "%s", safe);
 	else
-		fprintf(stderr, "smcrd: %s\n", line);
+		fprintf(stderr, "smcrd: %s\n", safe);
 }

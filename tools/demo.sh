@@ -33,8 +33,9 @@ benchmark() {
 }
 
 section "configuration: smcrctl show (SMC allowed on 127.0.0.1 and ::1, port $port only)"
-cp conf/smcr.conf "$work/smcr.conf"
-build/bin/smcrctl -c "$work/smcr.conf" set port_range_list=$port > /dev/null
+cp conf/smcr.conf "$work/smcr.conf"         # shipped off, with no address or port
+build/bin/smcrctl -c "$work/smcr.conf" set enabled=1 "ip_addr_list=127.0.0.1 ::1" \
+	port_range_list=$port > /dev/null
 build/bin/smcrctl -c "$work/smcr.conf" show
 
 section "smcrd -f: loads its sock_ops program, serves $work/smcrd.sock"

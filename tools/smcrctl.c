@@ -47,12 +47,13 @@ static const struct command commands[] = {
 	{ "status", smcrctl_status, 0, 0, "",
 	  "smcrd running?, its program, memory, buffers, processes",
 	  "smcrd: running?, program attached, memory in use of max_memory,\n"
-	  "shared-memory buffers, registered processes.\n" },
+	  "shared-memory buffers, registered processes (other users' only to root).\n" },
 	{ "stats", smcrctl_stats, 0, INT_MAX, "[-d] [-r] [--json] [-i SECONDS [-n COUNT]]",
 	  "the host's statistics from every process using smcr",
 	  "The host's statistics from every process using smcr, exited ones included.\n"
 	  "\n"
-	  "  -d          per transport (with the RDMA links) and process\n"
+	  "  -d          per transport (with the RDMA links) and process (other\n"
+	  "              users' only to root; figures as each process reports them)\n"
 	  "  -r          then reset them to zero (root)\n"
 	  "  --json      as JSON\n"
 	  "  -i SECONDS  again every SECONDS, the changes since the last\n"
@@ -61,7 +62,8 @@ static const struct command commands[] = {
 	  "[--pid PID] [--port PORT] [--mode smc|shm|rdma|tcp] [--json]",
 	  "one line per open connection (like smcss -W)",
 	  "One line per open connection (like smcss -W): mode, or why TCP; state,\n"
-	  "buffers, cursors, bytes.\n"
+	  "buffers, cursors, bytes, as its process reports them.  Other users'\n"
+	  "connections only to root.\n"
 	  "\n"
 	  "  --pid PID    only that process's\n"
 	  "  --port PORT  only those with that local or peer port\n"

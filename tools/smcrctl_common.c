@@ -1,11 +1,10 @@
 /*
  * smcrctl_common.c - the helpers every smcrctl command may call: asking
- * smcrd over its control socket, saying it does not answer, and JSON-safe
- * command names.
+ * smcrd over its control socket, saying it does not answer, and command
+ * names made safe to print, as text and in JSON.
  */
 #include <poll.h>
 #include <stdio.h>
-#include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -40,13 +39,21 @@ int smcrctl_no_daemon(void)
 	return EXIT_NO_DAEMON;
 }
 
-char *smcrctl_json_comm(const char comm[16], char buf[17])
+char *smcrctl_name(const char comm[SMCR_COMM_LEN], char buf[SMCRCTL_NAME_SIZE])
 {
+	return smcr_printable(comm, SMCR_COMM_LEN, buf, SMCRCTL_NAME_SIZE);
+}
+
+char *smcrctl_json_comm(const char comm[SMCR_COMM_LEN], char buf[SMCRCTL_JSON_COMM_SIZE])
+{
+	char shown[SMCRCTL_NAME_SIZE];
 	size_t k = 0;
 
-	for (; k < 16 && comm[k]; k++)
-		buf[k] = strchr("._-", comm[k]) || (comm[k] >= '0' && comm[k] <= '9') ||
-			 ((comm[k] | 32) >= 'a' && (comm[k] | 32) <= 'z') ? comm[k] : '?';
+	for (const char *s = smcrctl_name(comm, shown); *s; s++) {
+		if (*s == '\\' || *s == '"')
+			buf[k++] = '\\';
+		buf[k++] = *s;
+	}
 	buf[k] = '\0';
 	return buf;
 }

@@ -1,13 +1,16 @@
 /*
  * smcrctl_common.h - what smcrctl's commands share, below all of them: exit
  * statuses, the one way to ask smcrd something, and command names made safe
- * for JSON (smcrctl_common.c).  It calls no command.
+ * to print, as text and in JSON (smcrctl_common.c).  It calls no command.
  */
 #ifndef SMCRCTL_COMMON_H
 #define SMCRCTL_COMMON_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "control_proto.h"
+#include "printable.h"
 
 /*
  * EXIT_SHOW_USAGE is no exit status: a command returns it when its
@@ -27,10 +30,20 @@ int smcrctl_ask(uint16_t type, uint64_t token, void *reply, size_t size);
 int smcrctl_no_daemon(void);
 
 /*
- * A process's command name (16 bytes, NUL-padded: the kernel's, any bytes)
- * safe in a JSON string: only [A-Za-z0-9._-] kept, others '?'; into buf
- * (17 bytes), returned.
+ * Room for a command name (SMCR_COMM_LEN bytes) made printable, and for that
+ * in a JSON string, where each "\xHH" takes a fifth byte.
  */
-char *smcrctl_json_comm(const char comm[16], char buf[17]);
+#define SMCRCTL_NAME_SIZE SMCR_PRINTABLE_SIZE(SMCR_COMM_LEN)
+#define SMCRCTL_JSON_COMM_SIZE (5 * SMCR_COMM_LEN + 1)
+
+/*
+ * A command name to print: another user chose it, so control bytes, bytes
+ * beyond ASCII and backslashes are escaped as "\xHH" and "\\"
+ * (common/printable.h); into buf, returned.
+ */
+char *smcrctl_name(const char comm[SMCR_COMM_LEN], char buf[SMCRCTL_NAME_SIZE]);
+
+/* The same, inside a JSON string: its backslashes and quotes escaped again. */
+char *smcrctl_json_comm(const char comm[SMCR_COMM_LEN], char buf[SMCRCTL_JSON_COMM_SIZE]);
 
 #endif

@@ -71,7 +71,7 @@ static bool on_smc(const struct smcr_conn_view *c)
 static void print_line(const struct smcr_control_conn *e)
 {
 	const struct smcr_conn_view *c = &e->c;
-	char local[64], peer[64], mode[64], cur[SMCR_CONN_CURSORS][16];
+	char local[64], peer[64], mode[64], cur[SMCR_CONN_CURSORS][16], name[SMCRCTL_NAME_SIZE];
 
 	smcr_conn_endpoint_str(&c->local, local, sizeof(local));
 	smcr_conn_endpoint_str(&c->peer, peer, sizeof(peer));
@@ -81,8 +81,8 @@ static void print_line(const struct smcr_control_conn *e)
 			smcr_conn_cursor_str(c->cursor[k], cur[k], sizeof(cur[k]));
 		else
 			snprintf(cur[k], sizeof(cur[k]), "-");
-	printf("%7d %-15.15s %5d %-22s %-22s %-32s %-10s %7llu %7llu %-13s %-13s %-13s %-13s "
-	       "%-13s %12llu %12llu\n", e->pid, e->comm, c->fd, local, peer, mode,
+	printf("%7d %-15s %5d %-22s %-22s %-32s %-10s %7llu %7llu %-13s %-13s %-13s %-13s "
+	       "%-13s %12llu %12llu\n", e->pid, smcrctl_name(e->comm, name), c->fd, local, peer, mode,
 	       smcr_conn_state_name(c->mode, c->close_flags),
 	       on_smc(c) ? (ull)smcr_rmb_class_bytes(c->rmb_class) : 0ull,
 	       on_smc(c) ? (ull)c->peer_rmb_size : 0ull, cur[SMCR_CURSOR_RX_PROD],
@@ -98,7 +98,7 @@ static void print_json(const struct smcr_control_conn *e, bool first)
 		[SMCR_CURSOR_TX_PREP] = "tx_prep", [SMCR_CURSOR_TX_SENT] = "tx_sent",
 		[SMCR_CURSOR_TX_FIN] = "tx_fin",
 	};
-	char local[64], peer[64], cur[16], comm[sizeof(e->comm) + 1];
+	char local[64], peer[64], cur[16], comm[SMCRCTL_JSON_COMM_SIZE];
 
 	smcr_conn_endpoint_str(&c->local, local, sizeof(local));
 	smcr_conn_endpoint_str(&c->peer, peer, sizeof(peer));

@@ -164,7 +164,7 @@ enum row_level { BASIC, DETAIL };       /* DETAIL: only with -d */
 	ROW(DETAIL, "CDC send slots exhausted:", NULL, COUNT, c->rdma.cdc_slots_exhausted)      \
 	ROW(DETAIL, "CDCs for unknown tokens:", NULL, COUNT, c->rdma.cdc_unknown_token)         \
 	ROW(DETAIL, "Buffer memory registered:", NULL, MIB_TENTHS, c->rdma.bytes_registered)    \
-	SECTION(DETAIL, "Per process (since each started)", NULL)                             \
+	SECTION(DETAIL, "Per process (since each started; self-reported but MEMORY)", NULL)                             \
 	ROW(DETAIL, "", NULL, PROCESSES, 0)
 
 /*
@@ -288,7 +288,8 @@ static void text_processes(const struct smcr_control_status *ps)
 	printf("\n");
 	for (uint32_t i = 0; i < ps->nprocs && i < SMCR_CONTROL_STATUS_PROCS; i++) {
 		const struct smcr_control_proc *p = &ps->procs[i];
-		printf("  %8d %-16.16s", p->pid, p->comm);
+		char name[SMCRCTL_NAME_SIZE];
+		printf("  %8d %-16s", p->pid, smcrctl_name(p->comm, name));
 		PROCESS_COLUMNS(TEXT_VALUE)
 		printf("\n");
 	}
@@ -406,7 +407,7 @@ static void json_processes(const struct smcr_control_status *ps)
 	printf("[");
 	for (uint32_t i = 0; i < ps->nprocs && i < SMCR_CONTROL_STATUS_PROCS; i++) {
 		const struct smcr_control_proc *p = &ps->procs[i];
-		char comm[sizeof(p->comm) + 1];
+		char comm[SMCRCTL_JSON_COMM_SIZE];
 		printf("%s{\"pid\": %d, \"command\": \"%s\"", i ? ", " : "", p->pid,
 		       smcrctl_json_comm(p->comm, comm));
 		PROCESS_COLUMNS(JSON_VALUE)

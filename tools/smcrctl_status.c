@@ -1,9 +1,11 @@
 /*
  * smcrctl_status.c - `smcrctl status`: what the running smcrd says of
  * itself: its configuration, the program attached, memory in use of
- * max_memory, shared-memory buffers and the registered processes.
+ * max_memory, shared-memory buffers and the registered processes (of the
+ * caller's uid only, unless root: smcrd chooses).
  */
 #include <stdio.h>
+#include <unistd.h>
 
 #include "control_proto.h"
 #include "smcrctl.h"
@@ -30,11 +32,17 @@ int smcrctl_status(const struct smcrctl_args *a)
 	printf("memory:      %.1f MiB in use of max_memory %.0f MiB\n", st.head.bytes / mib,
 	       st.head.limit / mib);
 	printf("buffers:     %u offered, %u attached\n", st.offered, st.attached);
-	printf("processes:   %u registered\n", st.nprocs);
+	if (geteuid() == 0)
+		printf("processes:   %u registered\n", st.nprocs);
+	else    /* smcrd lists a user's own only (SO_PEERCRED: the effective uid) */
+		printf("processes:   %u registered by uid %u (only root sees every user's)\n",
+		       st.nprocs, (unsigned)geteuid());
 	if (st.nprocs)
 		printf("  %8s %6s %12s  %s\n", "PID", "UID", "MEMORY", "COMMAND");
-	for (uint32_t i = 0; i < st.nprocs && i < SMCR_CONTROL_STATUS_PROCS; i++)
-		printf("  %8d %6u %12llu  %.16s\n", st.procs[i].pid, st.procs[i].uid,
-		       (unsigned long long)st.procs[i].granted, st.procs[i].comm);
+	for (uint32_t i = 0; i < st.nprocs && i < SMCR_CONTROL_STATUS_PROCS; i++) {
+		char name[SMCRCTL_NAME_SIZE];
+		printf("  %8d %6u %12llu  %s\n", st.procs[i].pid, st.procs[i].uid,
+		       (unsigned long long)st.procs[i].granted, smcrctl_name(st.procs[i].comm, name));
+	}
 	return 0;
 }

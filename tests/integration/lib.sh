@@ -112,13 +112,15 @@ cleanup() {
 }
 
 # show_logs: the end of each text file the failed test left in $WORK, so
-# that its logs leave the machine with the test's output.
+# that its logs leave the machine with the test's output; control bytes
+# shown as cat -v does (an adversarial test's logs may hold escapes meant
+# for a terminal).
 show_logs() {
 	local file
 	find "$WORK" -type f -size +0 | sort | head -n 40 | while read -r file; do
 		grep -Iq . "$file" || continue                  # data, captures
 		echo "--- ${file#"$WORK"/} (last 12 of $(wc -l < "$file") lines)"
-		tail -n 12 "$file" | cut -c 1-300 | sed 's/^/    /'
+		tail -n 12 "$file" | cut -c 1-300 | cat -v | sed 's/^/    /'
 	done
 }
 trap cleanup EXIT

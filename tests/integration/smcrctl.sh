@@ -133,6 +133,8 @@ check "unknown command with --help exits 2 (got $rc)" test $rc -eq 2
 
 # --- smcrctl: good changes -----------------------------------------------------
 changes_only max_memory=512 -- "max_memory = 512"
+changes_only enabled=1 port_range_list=17000-17009 -- \
+	"enabled = 1" "port_range_list = 17000-17009"         # shipped off and empty
 changes_only rmb_size=128 "ip_addr_list=10.0.0.0/8, ::1" -- \
 	"ip_addr_list = 10.0.0.0/8, ::1" "rmb_size = 128"
 cp "$CONF" "$TMP/saved"

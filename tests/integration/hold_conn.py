@@ -1,0 +1,39 @@
+# hold_conn.py ADDR PORT [NAME] - one loopback TCP connection between two
+# processes, held open: the parent listens on ADDR:PORT, forks a child that
+# connects, and the two exchange a line each way (so that the handshake and
+# any CLC exchange are over).  The parent then prints "held PARENT CHILD"
+# (their pids) and both wait until the parent is killed; the child ends at
+# the end of its stream.  With NAME (a Python bytes literal, such as
+# 'b"\x1b[2J"'), both first rename themselves to it (prctl PR_SET_NAME: what
+# /proc/PID/comm and so smcrd see).  For the tests that need registered
+# processes holding connections (lib.sh's $PY runs it, preloaded).
+import ast
+import ctypes
+import os
+import signal
+import socket
+import sys
+
+PR_SET_NAME = 15
+
+addr, port = sys.argv[1], int(sys.argv[2])
+if len(sys.argv) > 3:
+    name = ast.literal_eval(sys.argv[3])
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0):
+        sys.exit(f"prctl: {os.strerror(ctypes.get_errno())}")
+listener = socket.create_server((addr, port))
+child = os.fork()
+if child == 0:
+    listener.close()
+    c = socket.create_connection((addr, port))
+    c.sendall(b"hello\n")
+    while c.recv(4096):         # the parent's line, then the end when it dies
+        pass
+    os._exit(0)
+s, _ = listener.accept()
+got = b""
+while not got.endswith(b"\n"):
+    got += s.recv(4096)
+s.sendall(b"hello\n")
+print("held", os.getpid(), child, flush=True)
+signal.pause()
