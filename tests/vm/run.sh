@@ -11,7 +11,8 @@
 #          starts none), stress.sh, negotiation_wire.sh and shm_broker.sh
 #          (smcrd's BPF program and libsmcr on the guest's kernel), then
 #          redis.sh, iperf3.sh, sockperf.sh, stress.sh, socat.sh, fork.sh,
-#          kill.sh, budget.sh and semantics.sh over the RDMA transport
+#          kill.sh, budget.sh, semantics.sh, late_peer.sh and closefrom.sh
+#          over the RDMA transport
 #          (NAME-rdma: on the veth's address, smcrd with shm = 0;
 #          guest-onehost.sh);
 #   siw    the same with Soft-iWARP, without negotiation_wire.sh and
@@ -60,7 +61,7 @@ onehost() {
 	echo "vm: $driver guest done ($((SECONDS - t0)) s)"
 }
 rdma_tests=(redis-rdma iperf3-rdma sockperf-rdma stress-rdma socat-rdma fork-rdma kill-rdma budget-rdma semantics-rdma
-	    late_peer-rdma)
+	    late_peer-rdma closefrom-rdma)
 onehost rxe socat-shm stress negotiation_wire shm_broker "${rdma_tests[@]}"
 onehost siw socat-shm stress "${rdma_tests[@]}"
 

@@ -93,6 +93,19 @@ static int watch(int fd, struct poll_src *src)
 	return REAL(epoll_ctl)(smcr_sys_kept(&smc_rdma.epfd), EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
+/*
+ * A descriptor the verbs libraries keep in *where (an ibv_context's, a
+ * channel's: public fields they read at each use), made one of ours
+ * (base/sys.h): moved out of the application's way, kept there, so that an
+ * application's closefrom or close_range leaves it open and a dup2 onto
+ * its number moves it.
+ */
+static void own_library_fd(int *where)
+{
+	*where = smcr_sys_fd_aside(*where);
+	smcr_sys_fd_keep(where);
+}
+
 /* Under smc_rdma.lock: our state for the device behind verbs, made on first use. */
 struct rdma_dev *smc_rdma_dev_get(struct ibv_context *verbs)
 {
@@ -112,6 +125,13 @@ struct rdma_dev *smc_rdma_dev_get(struct ibv_context *verbs)
 	dev->verbs = IBV(ibv_open_device)(verbs->device);
 	dev->pd = dev->verbs ? IBV(ibv_alloc_pd)(dev->verbs) : NULL;
 	dev->chan = dev->pd ? IBV(ibv_create_comp_channel)(dev->verbs) : NULL;
+	if (dev->chan) {
+		own_library_fd(&dev->chan->fd);
+		own_library_fd(&dev->verbs->async_fd);
+		own_library_fd(&dev->verbs->cmd_fd);
+		own_library_fd(&verbs->async_fd);       /* librdmacm's context of the device */
+		own_library_fd(&verbs->cmd_fd);
+	}
 	if (!dev->chan || nonblocking(dev->chan->fd) || nonblocking(dev->verbs->async_fd) ||
 	    watch(dev->verbs->async_fd, &dev->async_src) || watch(dev->chan->fd, &dev->cq_src)) {
 		/* what was made stays: devices live as long as the process */
@@ -293,11 +313,11 @@ void smc_rdma_fork_child(void)
 	if (started && !start_err) {
 		smcr_sys_close_kept(&smc_rdma.epfd);
 		smcr_sys_close_kept(&smc_rdma.ctl_fd);
-		smcr_sys_close(smc_rdma.cm->fd);
+		smcr_sys_close_kept(&smc_rdma.cm->fd);
 		for (struct rdma_dev *dev = smc_rdma.devs; dev; dev = dev->next) {
-			smcr_sys_close(dev->chan->fd);
-			smcr_sys_close(dev->verbs->async_fd);
-			smcr_sys_close(dev->verbs->cmd_fd);
+			smcr_sys_close_kept(&dev->chan->fd);
+			smcr_sys_close_kept(&dev->verbs->async_fd);
+			smcr_sys_close_kept(&dev->verbs->cmd_fd);
 		}
 	}
 	smc_rdma.cm = NULL;
@@ -347,6 +367,8 @@ static int start(void)
 	smc_rdma.ctl_fd = smcr_sys_fd_aside(smcr_sys_eventfd());
 	smcr_sys_fd_keep(&smc_rdma.epfd);
 	smcr_sys_fd_keep(&smc_rdma.ctl_fd);
+	if (smc_rdma.cm)
+		own_library_fd(&smc_rdma.cm->fd);
 	if (!smc_rdma.cm || smc_rdma.epfd < 0 || smc_rdma.ctl_fd < 0 ||
 	    nonblocking(smc_rdma.cm->fd) || watch(smc_rdma.cm->fd, &cm_src) ||
 	    watch(smc_rdma.ctl_fd, &ctl_src)) {
