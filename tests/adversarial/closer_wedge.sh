@@ -33,7 +33,8 @@ fds() { ls "/proc/$SMCRD_PID/fd" 2>/dev/null | wc -l; }
 before=$(fds)
 
 cat > "$WORK/attack.py" <<'EOS'
-import errno, os, resource, select, signal, socket, struct, sys, time
+import errno, os, resource, select, signal, socket, sys, time
+from lingering import lingering_socket
 sock_path, port, requests = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 SCM_MAX_FD = 253
 hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -49,13 +50,7 @@ lst.listen(1)
 lingering = socket.create_connection(("127.0.0.1", port))
 peer, _ = lst.accept()          # never read, open until the test ends
 lst.close()
-lingering.setblocking(False)
-try:
-    while True:
-        lingering.send(b"x" * 65536)
-except BlockingIOError:
-    pass
-lingering.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 3600))
+lingering = lingering_socket(lingering, 3600)
 
 def malformed(fd):
     c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -103,7 +98,7 @@ print("done", flush=True)
 signal.pause()                  # the lingering socket lingers until the test ends
 EOS
 
-start_bg attacker plain "${as_attacker[@]}" "$PY" "$WORK/attack.py" \
+start_bg attacker plain env PYTHONPATH="$SRC/tests/integration" "${as_attacker[@]}" "$PY" "$WORK/attack.py" \
 	"$SMCR_RUNDIR/smcrd.sock" "$LINGER_PORT" 90
 attacker=$LAST_PID
 
