@@ -9,9 +9,11 @@
  * read its replies is too (replies are never allowed to block smcrd).
  *
  * Requests may carry descriptors (SCM_RIGHTS): exactly as many as their type
- * takes, all closed once the request is served, whatever became of it; a
- * client that sends any other number is malformed.  That is what keeps
- * smcrd's descriptor count flat however its clients behave.
+ * takes, all closed once the request is served, whatever became of it, by
+ * the closer (closer.h); a client that sends any other number is malformed.
+ * While the closer has no room for one more message's descriptors, no
+ * request is read.  That is what keeps smcrd's descriptor count flat
+ * however its clients behave.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -162,10 +164,17 @@ size_t smcrd_control_npoll(const struct smcrd_control *ctl)
 
 void smcrd_control_pollfds(const struct smcrd_control *ctl, struct pollfd *pfd)
 {
+	/*
+	 * A request may bring as many descriptors as a message carries: with no
+	 * room for them in the closer's queue, requests wait in the kernel
+	 * (counted against their senders) until the closer catches up.
+	 */
+	short requests = smcrd_closer_has_room(SMCRD_REQUEST_MAX_FDS) ? POLLIN : 0;
+
 	/* Out of descriptors: the listener would stay readable, and poll() never sleep. */
 	pfd[0] = (struct pollfd){ .fd = ctl->listen_fd, .events = ctl->spare_fd >= 0 ? POLLIN : 0 };
 	for (size_t i = 0; i < ctl->nclients; i++)
-		pfd[1 + i] = (struct pollfd){ .fd = ctl->clients[i].fd, .events = POLLIN };
+		pfd[1 + i] = (struct pollfd){ .fd = ctl->clients[i].fd, .events = requests };
 }
 
 static void read_comm(pid_t pid, char *comm, size_t size)
@@ -186,7 +195,7 @@ static void read_comm(pid_t pid, char *comm, size_t size)
  * Out of descriptors, a pending connection stays readable and poll() would
  * wake us forever: take it with the spare descriptor and let it go, so the
  * client sees smcrd refuse (and falls back to TCP) instead of smcrd spinning.
- * The spare comes back once the closer has freed a descriptor; until then
+ * The spare comes back once a descriptor is free again; until then
  * the listener is not polled (smcrd_control_pollfds, smcrd_control_timeout).
  */
 static bool refuse_one(struct smcrd_control *ctl)
@@ -650,8 +659,8 @@ void smcrd_control_serve(struct smcrd_control *ctl, const struct pollfd *pfd, st
 	/* Clients first, from the back: dropping one moves the last into its place. */
 	for (size_t i = polled; i-- > 0;) {
 		short ev = pfd[1 + i].revents;
-		if (!ev)
-			continue;
+		if (!ev || ((ev & POLLIN) && !smcrd_closer_has_room(SMCRD_REQUEST_MAX_FDS)))
+			continue;       /* no room: its request waits (smcrd_control_pollfds) */
 		if (!(ev & POLLIN) || !serve_request(ctl, &ctl->clients[i], d))
 			drop_client(ctl, i);
 	}

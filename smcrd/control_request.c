@@ -25,9 +25,6 @@ static bool fds_fit(uint16_t type, size_t nin, bool cut, bool *short_of_fds)
 	return *short_of_fds || (!cut && nin >= least && nin <= want);
 }
 
-/* As many descriptors as one message can carry (the kernel's SCM_MAX_FD). */
-#define SCM_MAX_FD 253
-
 /*
  * The room takes all a message can carry: else the kernel would close the
  * rest inside recvmsg(), where a close that blocks (closer.h) would stall
@@ -36,7 +33,7 @@ static bool fds_fit(uint16_t type, size_t nin, bool cut, bool *short_of_fds)
 ssize_t smcrd_request_recv(int fd, struct smcr_control_msg *m, int *in, size_t *nin, bool *cut)
 {
 	union {
-		char buf[CMSG_SPACE(SCM_MAX_FD * sizeof(int))];
+		char buf[CMSG_SPACE(SMCRD_REQUEST_MAX_FDS * sizeof(int))];
 		struct cmsghdr align;
 	} room;
 	struct iovec iov = { m, sizeof(*m) };

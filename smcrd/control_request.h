@@ -16,12 +16,15 @@
 
 #include "control_proto.h"
 
+/* As many descriptors as one message can carry (the kernel's SCM_MAX_FD). */
+#define SMCRD_REQUEST_MAX_FDS 253
+
 /*
  * Receives one request from the control connection fd, without waiting,
  * and the descriptors that came with it into in[0 .. *nin-1]
  * (SMCR_CONTROL_MAX_FDS at most), for the caller to close.  *cut: some more
- * came than a request carries (those are closed here, on the closer
- * thread).  Returns recvmsg()'s count - one more if the message was longer
+ * came than a request carries (those are closed here, by the closer:
+ * closer.h).  Returns recvmsg()'s count - one more if the message was longer
  * than a request - or -1 with errno set.
  */
 ssize_t smcrd_request_recv(int fd, struct smcr_control_msg *m, int *in, size_t *nin, bool *cut);

@@ -1,8 +1,9 @@
 /*
  * loop.c - smcrd's event loop: one poll() over a signalfd (SIGHUP reloads,
- * SIGTERM and SIGINT stop), the address-change socket (interfaces.c) and
- * the control socket (control.c), each served in turn.  It sits above
- * control.c and daemon.c and is called only by main (smcrd.c).
+ * SIGTERM and SIGINT stop), the address-change socket (interfaces.c), the
+ * closer's helper (closer.c) and the control socket (control.c), each
+ * served in turn.  It sits above control.c, closer.c and daemon.c and is
+ * called only by main (smcrd.c).
  */
 #include <errno.h>
 #include <poll.h>
@@ -13,6 +14,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "closer.h"
 #include "daemon.h"
 #include "interfaces.h"
 #include "loop.h"
@@ -35,7 +37,7 @@ static bool on_signals(struct smcrd *d)
 	return true;
 }
 
-enum { POLL_SIGNALS, POLL_INTERFACES, POLL_CONTROL };
+enum { POLL_SIGNALS, POLL_INTERFACES, POLL_CLOSER, POLL_CONTROL };
 
 /* The poll table for this round: signals, address changes, the control socket's entries. */
 static int fill_poll(struct smcrd *d, size_t *n)
@@ -51,8 +53,15 @@ static int fill_poll(struct smcrd *d, size_t *n)
 	d->poll[POLL_SIGNALS] = (struct pollfd){ .fd = d->signal_fd, .events = POLLIN };
 	d->poll[POLL_INTERFACES] = (struct pollfd){ .fd = smcrd_interfaces_fd(d->interfaces),
 						    .events = POLLIN };
+	d->poll[POLL_CLOSER] = (struct pollfd){ .fd = smcrd_closer_fd(), .events = POLLIN };
 	smcrd_control_pollfds(&d->control, &d->poll[POLL_CONTROL]);
 	return 0;
+}
+
+/* The shorter of two poll() timeouts (-1: for ever). */
+static int sooner(int a, int b)
+{
+	return a < 0 ? b : b < 0 || a < b ? a : b;
 }
 
 int smcrd_run(struct smcrd *d)
@@ -63,7 +72,8 @@ int smcrd_run(struct smcrd *d)
 			smcrd_log(LOG_ERR, "poll table: %s", strerror(errno));
 			return 1;
 		}
-		if (poll(d->poll, n, smcrd_control_timeout(&d->control)) < 0) {
+		if (poll(d->poll, n, sooner(smcrd_control_timeout(&d->control),
+					    smcrd_closer_timeout())) < 0) {
 			if (errno == EINTR)
 				continue;
 			smcrd_log(LOG_ERR, "poll: %s", strerror(errno));
@@ -74,5 +84,6 @@ int smcrd_run(struct smcrd *d)
 		if (d->poll[POLL_INTERFACES].revents)
 			smcrd_interfaces_update(d->interfaces, &d->cfg);
 		smcrd_control_serve(&d->control, &d->poll[POLL_CONTROL], d);
+		smcrd_closer_serve();   /* last: what this round gave it to close */
 	}
 }

@@ -162,9 +162,8 @@ static int start(struct smcrd *d, const char *conf, const char *cgroup, bool for
 			return 1;
 		}
 	}
-	/* After detaching (a thread does not survive fork), with the signals blocked. */
 	if (smcrd_closer_start()) {
-		smcrd_log(LOG_ERR, "closer thread: %s", strerror(errno));
+		smcrd_log(LOG_ERR, "closer: %s", strerror(errno));
 		return 1;
 	}
 	d->signal_fd = signalfd(-1, &signals, SFD_NONBLOCK | SFD_CLOEXEC);

@@ -124,17 +124,11 @@ if kill -0 "$daemon" && status > /dev/null; then pass "smcrd still serves after 
 # last, the one that lingers (else it may be the sender's).
 version=$(sed -n 's/^#define SMCR_CONTROL_VERSION \([0-9]*\).*/\1/p' "$(dirname "$0")/../../common/control_proto.h")
 kill -STOP "$daemon"
-"$PY" - "$SMCR_RUNDIR/smcrd.sock" "$version" > "$WORK/linger.out" << 'PY' &
-import array, socket, struct, sys, time
+PYTHONPATH=$(dirname "$0") "$PY" - "$SMCR_RUNDIR/smcrd.sock" "$version" > "$WORK/linger.out" << 'PY' &
+import array, socket, sys, time
+from lingering import lingering_socket
 listener = socket.create_server(("127.0.0.1", 0))           # never reads, stays
-tcp = socket.create_connection(listener.getsockname())
-tcp.setblocking(False)
-try:
-    while True:
-        tcp.send(b"x" * 65536)
-except BlockingIOError:
-    pass
-tcp.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 30))
+tcp = lingering_socket(socket.create_connection(listener.getsockname()), 30)
 ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 ctl.connect(sys.argv[1])
 grant = bytearray(272)
