@@ -46,7 +46,7 @@ stage unit-asan ctest_in build-asan -L unit
 
 build_fuzz() {
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DSMCR_FUZZ=ON > /dev/null &&
-		cmake --build build-fuzz -j"$jobs" --target write_seeds fuzz_clc fuzz_cdc fuzz_control fuzz_cdc_seq
+		cmake --build build-fuzz -j"$jobs" --target write_seeds fuzz_clc fuzz_cdc fuzz_control fuzz_cdc_seq fuzz_filter
 }
 stage build-fuzz build_fuzz
 stage fuzz ctest_in build-fuzz -L fuzz

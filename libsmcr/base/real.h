@@ -93,7 +93,9 @@
 	/* the limits a process confines itself with (made with the C library's   \
 	   prlimit64, never through REAL: entry/preload_confine.c) */               \
 	X(int, setrlimit, (__rlimit_resource_t, const struct rlimit *))             \
-	X(int, setrlimit64, (__rlimit_resource_t, const struct rlimit64 *))
+	X(int, setrlimit64, (__rlimit_resource_t, const struct rlimit64 *))         \
+	/* a seccomp filter, which libsmcr's own calls must keep within */          \
+	X(int, prctl, (int, ...))
 
 #define SMCR_REAL_TYPEDEF(ret, name, params) typedef ret(*smcr_real_##name##_t) params;
 SMCR_REAL_FUNCS(SMCR_REAL_TYPEDEF)

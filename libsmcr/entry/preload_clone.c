@@ -6,13 +6,16 @@
  * its parent's smcrd registration and hold the parent's connections
  * without being counted, so that the parent's close would end them under
  * it.  A clone that shares the address space (a thread, vfork) is no new
- * process to us.  Every other number passes straight through.
+ * process to us.  The seccomp system call tells preload_confine.c first
+ * (confine.h).  Every other number passes straight through.
  */
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <sys/syscall.h>
 
+#include "confine.h"
 #include "fork.h"
 #include "real.h"
 
@@ -52,5 +55,9 @@ long syscall(long number, ...)
 	for (int i = 0; i < 6; i++)
 		c.args[i] = va_arg(ap, long);
 	va_end(ap);
+	if (number == SYS_seccomp && (c.args[0] == SECCOMP_SET_MODE_FILTER ||
+				      c.args[0] == SECCOMP_SET_MODE_STRICT))
+		smcr_before_seccomp(c.args[0] == SECCOMP_SET_MODE_FILTER ? SECCOMP_MODE_FILTER :
+					     SECCOMP_MODE_STRICT, (const void *)c.args[2]);
 	return forks(&c) ? smcr_fork_by(call_raw, &c) : call_raw(&c);
 }

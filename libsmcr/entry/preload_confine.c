@@ -3,8 +3,21 @@
  * so that libsmcr keeps within what the process may still do.
  *
  * A lower RLIMIT_FSIZE (sandboxes set 0) would turn a log line into
- * SIGXFSZ, which kills the process: the log is told (base/log.c).  The call
- * itself is the application's, made and answered as without libsmcr.
+ * SIGXFSZ, which kills the process: the log is told (base/log.c).
+ *
+ * A seccomp filter kills, traps or fails the calls it does not allow, and
+ * libsmcr makes calls of its own inside the application's.  Its program is
+ * kept (base/filter.h), so that libsmcr asks it before each call of its
+ * own that a sandbox may forbid (smcrd's maps, what a socket is).  And if
+ * it forbids any call of the fast path (the CLC exchange's recv and send,
+ * a wait, a futex, smcrd's maps and socket, shared memory), the process
+ * is confined to TCP for what it has not yet set up, while it still may do
+ * everything: exchanges under way end now (in a Decline, CONFINED) and its
+ * listeners are no longer marked for SMC (shim/handshake.h).  Connections
+ * already on SMC carry on.
+ *
+ * The calls themselves are the application's, made and answered as
+ * without libsmcr.
  *
  * The sanitizer runtimes call setrlimit() while they start, before their
  * shadow memory exists and before libsmcr's constructor: so these functions
@@ -13,7 +26,19 @@
  * REAL(), and touch nothing else unless the limit is RLIMIT_FSIZE.
  * prlimit() itself is not watched.
  */
+#include <linux/bpf.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+#include "confine.h"
+#include "filter.h"
+#include "handshake.h"
+#include "smc_sock.h"
 
 #include "log.h"
 #include "real.h"
@@ -39,4 +64,58 @@ UNINSTRUMENTED int setrlimit64(__rlimit_resource_t resource, const struct rlimit
 	if (rc == 0 && resource == RLIMIT_FSIZE)
 		smcr_log_file_limit(limit->rlim_cur);
 	return rc;
+}
+
+/* The calls of libsmcr's fast path that a sandbox may forbid, with the arguments that matter. */
+static const struct {
+	long nr;
+	uint64_t args[6];
+} fast_path_calls[] = {
+	{ SYS_bpf, { BPF_MAP_LOOKUP_ELEM } },
+	{ SYS_recvfrom, { 0, 0, 0, MSG_DONTWAIT } },
+	{ SYS_sendto, { 0, 0, 0, MSG_DONTWAIT | MSG_NOSIGNAL } },
+	{ SYS_ppoll, { 0 } },
+	{ SYS_futex, { 0 } },
+	{ SYS_sendmsg, { 0, 0, MSG_NOSIGNAL } },
+	{ SYS_recvmsg, { 0, 0, MSG_CMSG_CLOEXEC | MSG_DONTWAIT } },
+	{ SYS_mmap, { 0, 0, PROT_READ | PROT_WRITE, MAP_SHARED } },
+	{ SYS_memfd_create, { 0, MFD_CLOEXEC | MFD_ALLOW_SEALING } },
+};
+
+/* Whether every call of the fast path is allowed, were prog installed too. */
+static bool fast_path_allowed(const struct sock_fprog *prog)
+{
+	for (size_t i = 0; i < sizeof(fast_path_calls) / sizeof(fast_path_calls[0]); i++)
+		if (!smcr_filter_permits_with(prog, fast_path_calls[i].nr, fast_path_calls[i].args))
+			return false;
+	return true;
+}
+
+void smcr_before_seccomp(unsigned long mode, const void *prog)
+{
+	/* SECCOMP_MODE_STRICT allows read, write and exit only: no program to ask */
+	const struct sock_fprog *filter = mode == SECCOMP_MODE_FILTER ? prog : NULL;
+
+	if (mode != SECCOMP_MODE_FILTER && mode != SECCOMP_MODE_STRICT)
+		return;
+	if (!filter || !filter->filter || !fast_path_allowed(filter)) {
+		smcr_log(SMCR_LOG_DEBUG, "a seccomp filter forbids calls of the fast path: TCP from now on");
+		smcr_sock_confine();
+		smcr_handshake_withdraw_listeners();
+	}
+	smcr_filter_installed(filter);
+}
+
+int prctl(int option, ...)
+{
+	unsigned long arg[4];
+	va_list ap;
+
+	va_start(ap, option);
+	for (int i = 0; i < 4; i++)
+		arg[i] = va_arg(ap, unsigned long);
+	va_end(ap);
+	if (option == PR_SET_SECCOMP)
+		smcr_before_seccomp(arg[0], (const void *)arg[1]);
+	return REAL(prctl)(option, arg[0], arg[1], arg[2], arg[3]);
 }

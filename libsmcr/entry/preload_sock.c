@@ -22,6 +22,7 @@
 
 #include "control.h"
 #include "fdtable.h"
+#include "filter.h"
 #include "handshake.h"
 #include "log.h"
 #include "real.h"
@@ -40,12 +41,15 @@ static bool tcp_socket_args(int domain, int type, int protocol)
 /* What fd is, asking the kernel if the table does not know yet. */
 static enum smcr_fd_state classify(int fd)
 {
+	static const int asked[] = { SO_DOMAIN, SO_TYPE, SO_PROTOCOL };
 	enum smcr_fd_state state = smcr_fd_get(fd);
 	int saved_errno = errno, domain, type, protocol;
 	socklen_t len = sizeof(int);
 
 	if (state != SMCR_FD_UNKNOWN)
 		return state;
+	if (!smcr_filter_permits_sockopts(fd, asked, 3))
+		return SMCR_FD_OTHER;   /* a sandbox forbids asking: never ours to serve */
 	if (REAL(getsockopt)(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
 	    REAL(getsockopt)(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
 	    REAL(getsockopt)(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) == 0)

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "filter.h"
 #include "control_proto.h"
 #include "log.h"
 #include "real.h"
@@ -194,9 +195,12 @@ static bool daemon_gone_locked(void)
 
 int smcr_control_map_call(enum smcr_control_map map, int cmd, int fd, uint32_t *value)
 {
+	const uint64_t bpf_args[6] = { (uint64_t)cmd };
 	int saved_errno = errno, rc = -ENOTCONN;
 	union bpf_attr attr;
 
+	if (!smcr_filter_permits(SYS_bpf, bpf_args))
+		return -EPERM;  /* a sandbox forbids it (base/filter.h) */
 	if (!lock_here())
 		return rc;
 	if (ctl_fd < 0)

@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 
 #include "conn_table.h"
 #include "control.h"
+#include "filter.h"
 #include "handshake.h"
 #include "handshake_flags.h"
 #include "log.h"
@@ -34,16 +36,30 @@ void smcr_handshake_offer(int fd)
 	uint32_t mark = 1;
 	int rc = smcr_control_map_call(SMCR_MAP_OWNED, BPF_MAP_UPDATE_ELEM, fd, &mark);
 
-	if (rc && rc != -ENOTCONN)
+	/* ENOTCONN: no smcrd; EPERM: a sandbox's filter forbids the map (base/filter.h) */
+	if (rc && rc != -ENOTCONN && rc != -EPERM)
 		smcr_log(SMCR_LOG_WARN, "fd %d: cannot mark it for SMC: %s", fd, strerror(-rc));
+}
+
+void smcr_handshake_withdraw_listeners(void)
+{
+	for (int fd = smcr_fd_next_in(0, ~0u, SMCR_FD_TCP_LISTENER); fd >= 0;
+	     fd = smcr_fd_next_in((unsigned int)fd + 1, ~0u, SMCR_FD_TCP_LISTENER))
+		smcr_control_map_call(SMCR_MAP_OWNED, BPF_MAP_DELETE_ELEM, fd, NULL);
+}
+
+/* Why a connection is on TCP when its map entry could not be read (rc). */
+static enum smcr_reason unread_reason(int rc)
+{
+	return rc == -EPERM ? SMCR_REASON_CONFINED : SMCR_REASON_NODAEMON;
 }
 
 void smcr_handshake_record(int fd, bool active)
 {
 	int saved_errno = errno;
 	uint32_t flags = 0;
-	enum smcr_reason reason = SMCR_REASON_NODAEMON;
 	int rc = smcr_control_map_call(SMCR_MAP_RESULT, BPF_MAP_LOOKUP_ELEM, fd, &flags);
+	enum smcr_reason reason = unread_reason(rc);
 
 	/* No entry: outside the policy, or the program went with its smcrd. */
 	if (rc == 0 || (rc == -ENOENT && smcr_control_alive()))
@@ -97,11 +113,15 @@ enum smcr_fd_state smcr_handshake_settle(int fd)
 /* Whether fd is a connected TCP socket (not a listener), asked of the kernel. */
 static bool connected_tcp(int fd)
 {
+	static const int asked[] = { SO_DOMAIN, SO_PROTOCOL, SO_ACCEPTCONN };
 	struct sockaddr_storage peer;
 	socklen_t len = sizeof(int), plen = sizeof(peer);
 	int domain = 0, protocol = 0, listening = 1;
+	const uint64_t peer_args[6] = { (uint64_t)fd };
 
-	return REAL(getsockopt)(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
+	return smcr_filter_permits_sockopts(fd, asked, 3) &&
+	       smcr_filter_permits(SYS_getpeername, peer_args) &&
+	       REAL(getsockopt)(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
 	       (domain == AF_INET || domain == AF_INET6) &&
 	       REAL(getsockopt)(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) == 0 &&
 	       protocol == IPPROTO_TCP &&
@@ -119,7 +139,7 @@ void smcr_handshake_adopt(int fd)
 		return;
 	}
 	int rc = smcr_control_map_call(SMCR_MAP_RESULT, BPF_MAP_LOOKUP_ELEM, fd, &flags);
-	enum smcr_reason reason = rc ? SMCR_REASON_NODAEMON : smcr_handshake_reason(true, flags);
+	enum smcr_reason reason = rc ? unread_reason(rc) : smcr_handshake_reason(true, flags);
 	bool active = flags & SMCR_HS_ACTIVE;
 
 	smcr_fd_set(fd, active ? SMCR_FD_TCP_CLIENT : SMCR_FD_TCP_SERVER);

@@ -25,6 +25,13 @@ enum smcr_reason smcr_handshake_reason(bool has_entry, uint32_t flags);
 /* Marks fd (about to connect or listen) as one that may offer SMC. */
 void smcr_handshake_offer(int fd);
 
+/*
+ * Before a sandbox's filter forbids smcrd's maps (entry/preload_confine.c):
+ * this process's listeners are no longer marked, so that no connection
+ * accepted from now on negotiates SMC, which the process could not see.
+ */
+void smcr_handshake_withdraw_listeners(void);
+
 /* Looks up, records and counts the outcome of fd's handshake. */
 void smcr_handshake_record(int fd, bool active);
 

@@ -69,6 +69,15 @@ void smcr_sock_learn_host(void);
 enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk);
 
 /*
+ * The process is about to install a seccomp filter that forbids calls of
+ * the fast path (entry/preload_confine.c): from now on it offers no SMC (a
+ * Proposal gets a Decline, CONFINED), and each exchange it has under way is
+ * taken to its end now, while every call is still allowed, waiting at most
+ * the CLC wait for the peer's message.
+ */
+void smcr_sock_confine(void);
+
+/*
  * Drives the CLC exchange of fd as far as it goes without waiting, or
  * (may_wait, and fd blocking) to its end, however long the peer takes to
  * begin its next message, as a TCP call waits for data.  Returns the phase

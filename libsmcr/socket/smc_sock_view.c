@@ -89,6 +89,9 @@ void smcr_sock_on_phase_change(void (*changed)(int fd))
 }
 static struct smcr_sock *all;
 
+/* A sandbox's filter forbids calls of the fast path: no SMC from now on (smcr_sock_confine). */
+static bool confined;
+
 /* ---- identity: which host and namespace we are on (docs/PROTOCOL.md) ---- */
 
 static uint32_t fnv1a(uint32_t h, const void *data, size_t len)
@@ -276,6 +279,8 @@ static enum smcr_reason setup_offers(void *ctx, enum smc_type *type, struct smc_
 	bool offers[SMC_TYPE_B] = { false }, local_offered = false;
 
 	*type = SMC_TYPE_N;
+	if (__atomic_load_n(&confined, __ATOMIC_ACQUIRE))
+		return SMCR_REASON_CONFINED;
 	if (!sk->sh->offered)
 		return sk->sh->offer_failed;
 	for (int remote_only = 0; remote_only < 2; remote_only++)
@@ -874,13 +879,16 @@ static int exchange_timeout_ms(const struct smcr_sock *sk)
 	return rcv < snd ? rcv : snd;
 }
 
-enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wait)
+/* smcr_sock_settle, its waits bounded by cap_ms too (0: no cap). */
+static enum smcr_sock_phase settle(struct smcr_sock *sk, int fd, bool may_wait, int cap_ms)
 {
 	enum smcr_sock_phase phase;
 	int64_t waited_ms = 0;
+	int stop = 0, timeout_ms = exchange_timeout_ms(sk);
 	bool wait;
-	int stop = 0;
 
+	if (cap_ms > 0 && (timeout_ms <= 0 || cap_ms < timeout_ms))
+		timeout_ms = cap_ms;
 	/* the descriptor it was known by may be closed (put): this one serves */
 	if (__builtin_expect(sk->conn.sock < 0, 0))
 		sk->conn.sock = fd;
@@ -889,7 +897,7 @@ enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wai
 		return phase;
 	wait = may_wait && !atomic_load(&sk->sh->nonblock);
 	while ((phase = exchange_step(sk, fd)) == SMCR_SOCK_SETUP && wait && !stop)
-		stop = await_message(fd, exchange_timeout_ms(sk), &waited_ms);
+		stop = await_message(fd, timeout_ms, &waited_ms);
 	if (stop)
 		errno = stop;
 	if (phase != SMCR_SOCK_SETUP) {
@@ -897,6 +905,24 @@ enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wai
 		phase_changed(fd);
 	}
 	return phase;
+}
+
+enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wait)
+{
+	return settle(sk, fd, may_wait, 0);
+}
+
+void smcr_sock_confine(void)
+{
+	int saved_errno = errno;
+
+	__atomic_store_n(&confined, true, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&all_lock);
+	for (struct smcr_sock *sk = all; sk; sk = sk->next)
+		if (phase_of(sk) <= SMCR_SOCK_SETUP && sk->conn.sock >= 0)
+			settle(sk, sk->conn.sock, true, SMC_CLC_WAIT_MS);
+	pthread_mutex_unlock(&all_lock);
+	errno = saved_errno;
 }
 
 bool smcr_sock_takes(struct smcr_sock *sk, int fd, bool dontwait)

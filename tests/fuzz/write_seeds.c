@@ -4,13 +4,19 @@
  * into the build tree): the unit tests' golden messages (tests/unit/golden_*.h)
  * for fuzz_clc and fuzz_cdc, and for fuzz_control and fuzz_cdc_seq inputs
  * in their formats (fuzz_*_input.h) that walk each target's way through a
- * well-behaved exchange and a few of the malformed cases.
+ * well-behaved exchange and a few of the malformed cases; for fuzz_filter,
+ * a sandbox's filter over the calls it allows and one it kills.
  */
 #include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "control_proto.h"
 #include "fuzz_cdc_seq_input.h"
@@ -210,6 +216,27 @@ static void cdc_seeds(const char *dir)
 	write_seed(dir, "fuzz_cdc_seq", "golden", s.bytes, s.len);
 }
 
+/* A filter that checks the architecture, allows read and write and kills the rest, on nr. */
+static void filter_seed(const char *dir, const char *name, int nr)
+{
+	const struct sock_filter prog[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_read, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	const struct seccomp_data d = { .nr = nr, .arch = AUDIT_ARCH_X86_64 };
+	struct seed s = { .len = 0 };
+
+	put(&s, &d, sizeof(d));
+	put(&s, prog, sizeof(prog));
+	write_seed(dir, "fuzz_filter", name, s.bytes, s.len);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -226,5 +253,7 @@ int main(int argc, char **argv)
 	control_malformed(argv[1]);
 	cdc_seq_exchange(argv[1]);
 	cdc_seq_wrap(argv[1]);
+	filter_seed(argv[1], "allowed", SYS_read);
+	filter_seed(argv[1], "killed", SYS_bpf);
 	return 0;
 }

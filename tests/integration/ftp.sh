@@ -13,8 +13,9 @@
 # must go over $SMCR_TEST_TRANSPORT; a control connection may stay on TCP,
 # but only for a reason that names what the confined process could not do
 # (NOSMCDEV: another network namespace, CONFINED: no descriptor it may
-# receive), never reset.  vsftpd's seccomp sandbox is off: its filters
-# forbid calls libsmcr's waits and binds need (docs/ARCHITECTURE.md).
+# receive), never reset.  vsftpd's seccomp sandbox is off: its pre-login
+# filter forbids the futex and poll that a control connection already on
+# SMC needs (docs/ARCHITECTURE.md, "Seccomp filters").
 . "$(dirname "$0")/lib.sh"
 PORT=19431
 command -v vsftpd > /dev/null || { fail "vsftpd is not installed (tools/install-deps.sh --test)"; finish; }

@@ -15,6 +15,10 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/sockios.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <linux/seccomp.h>
+#include <linux/filter.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -679,6 +683,51 @@ static void row_confined_child(void)
 }
 
 /* The next line the peer c got, printed as what. */
+/*
+ * A sandboxed child, as vsftpd's and OpenSSH's: it sets up a connection,
+ * then installs a seccomp filter that kills the process on bpf (a call of
+ * libsmcr's fast path: smcrd's maps), goes on using the connection, and
+ * makes a new one.  Run last: the filter makes libsmcr take the SMC mark
+ * off the listener, which the parent shares.  The new connection stays
+ * on TCP (CONFINED), as semantics.sh expects.
+ */
+static void row_seccomp_child(void)
+{
+	struct sock_filter kill_bpf[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_bpf, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = 4, .filter = kill_bpf };
+	char buf[8] = { 0 };
+	int c, s, status;
+	pid_t child;
+
+	puts("== a child that installs a seccomp filter, then uses connections");
+	fflush(stdout);
+	child = fork();
+	if (child == 0) {
+		pair(&c, &s);
+		CALL("child: send before", send(c, "a", 1, 0));
+		CALL("child: recv before", recv(s, buf, 1, 0));
+		CALL("child: PR_SET_NO_NEW_PRIVS", prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+		CALL("child: PR_SET_SECCOMP, bpf kills",
+		     prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog));
+		CALL("child: send after", send(c, "ping", 4, 0));
+		show_poll("child: poll for it", s, POLLIN, FOREVER);
+		CALL("child: recv after", recv(s, buf, 4, 0));
+		printf("%-44s %.4s\n", "child: bytes", buf);
+		unpair(c, s);
+		pair(&c, &s);
+		CALL("child: new connection, send", send(c, "pong", 4, 0));
+		CALL("child: new connection, recv", recv(s, buf, 4, MSG_WAITALL));
+		printf("%-44s %.4s\n", "child: bytes", buf);
+		exit(0);
+	}
+	CALL("the child's end", waitpid(child, &status, 0) == child ? status : -1);
+}
+
 static void show_line(const char *what, int c)
 {
 	char line[64] = { 0 };
@@ -831,6 +880,7 @@ int main(int argc, char **argv)
 	row_stdio();
 	row_dup2_over_high();
 	row_every_call();
+	row_seccomp_child();
 	closefrom(listener);
 	printf("connections: %d\n", pairs);
 	return 0;
