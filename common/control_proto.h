@@ -34,10 +34,15 @@
 #define SMCR_CONTROL_SOCKET "smcrd.sock"
 #define SMCR_CONTROL_VERSION 7
 
-/* Where smcrd keeps its pid file and control socket: $SMCR_RUNDIR, else /run/smcr. */
+/*
+ * Where smcrd keeps its pid file and control socket: $SMCR_RUNDIR, else
+ * /run/smcr.  Not taken from the environment of a set-user-ID or
+ * capability-raised program (secure_getenv): its invoker must not choose
+ * where it sends its connections.
+ */
 static inline const char *smcr_rundir(void)
 {
-	const char *env = getenv("SMCR_RUNDIR");
+	const char *env = secure_getenv("SMCR_RUNDIR");
 	return env && *env ? env : SMCR_RUNDIR_DEFAULT;
 }
 

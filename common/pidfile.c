@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,15 @@ static pid_t read_pidfile(int fd, char *conf, size_t size)
 	return (pid_t)pid;
 }
 
+/* Whether rundir is a directory (not a link) of our user that no one else may write. */
+static bool rundir_safe(const char *rundir)
+{
+	struct stat st;
+
+	return lstat(rundir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	       !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
 int smcr_pidfile_acquire(struct smcr_pidfile *pf, pid_t *holder)
 {
 	const char *rundir;
@@ -56,8 +66,10 @@ int smcr_pidfile_acquire(struct smcr_pidfile *pf, pid_t *holder)
 		return -1;
 	if (mkdir(rundir, 0755) && errno != EEXIST)
 		return -1;
+	if (!rundir_safe(rundir))
+		return 2;
 	for (;;) {
-		pf->fd = open(pf->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		pf->fd = open(pf->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (pf->fd < 0)
 			return -1;
 		if (flock(pf->fd, LOCK_EX | LOCK_NB)) {

@@ -25,6 +25,9 @@ struct smcr_pidfile {
 /*
  * Creates RUNDIR if missing and locks the pid file.  0: it is ours;
  * 1: another smcrd holds it (its pid in *holder, 0 if not yet written);
+ * 2: RUNDIR is unsafe: not a directory of our own user that nobody else may
+ * write (every process sends its connections to the socket there, so a
+ * directory another user controls could hold theirs);
  * -1: error (errno; pf->path names the file).
  */
 int smcr_pidfile_acquire(struct smcr_pidfile *pf, pid_t *holder);

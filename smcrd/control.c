@@ -63,8 +63,12 @@ int smcrd_control_open(struct smcrd_control *ctl)
 	if (ctl->listen_fd < 0)
 		return -1;
 	unlink(ctl->path);              /* left by a killed smcrd: we hold the pid lock */
-	if (bind(ctl->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    chmod(ctl->path, 0666) || listen(ctl->listen_fd, 128)) {
+	/* every user may connect: the socket is made 0666, not changed by name after */
+	mode_t umask_was = umask(0111);
+	int bound = bind(ctl->listen_fd, (struct sockaddr *)&sa, sizeof(sa));
+
+	umask(umask_was);
+	if (bound || listen(ctl->listen_fd, 128)) {
 		int saved_errno = errno;
 		close(ctl->listen_fd);
 		ctl->listen_fd = -1;

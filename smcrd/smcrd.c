@@ -130,8 +130,13 @@ static int start(struct smcrd *d, const char *conf, const char *cgroup, bool for
 		return 1;
 	}
 	int rc = smcr_pidfile_acquire(&d->pidfile, &holder);
-	if (rc > 0) {
+	if (rc == 1) {
 		smcrd_log(LOG_ERR, "refusing to start: smcrd already running (pid %d)", (int)holder);
+		return 1;
+	}
+	if (rc == 2) {
+		smcrd_log(LOG_ERR, "refusing to start: %s is not a directory of uid %d that only it "
+			  "may write", smcr_rundir(), (int)geteuid());
 		return 1;
 	}
 	if (rc < 0 || smcr_pidfile_write(&d->pidfile, getpid(), d->conf_path)) {

@@ -139,6 +139,24 @@ static int exchange_locked(struct smcr_control_msg *m, const int *out, size_t no
 	return 0;
 }
 
+/*
+ * Whether the process listening at path, just connected to, is root's: only
+ * root's smcrd may be sent this process's statistics and, later, its
+ * connections.  Another user's socket at that path (a run directory it
+ * could write, an SMCR_RUNDIR it chose) gets nothing.
+ */
+static bool daemon_is_root(const char *path)
+{
+	struct ucred cred = { .uid = (uid_t)-1 };
+	socklen_t len = sizeof(cred);
+
+	if (REAL(getsockopt)(ctl_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == 0)
+		return true;
+	smcr_log(SMCR_LOG_WARN, "the daemon at %s is not root's (uid %d): not used", path,
+		 (int)cred.uid);
+	return false;
+}
+
 static void register_locked(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -156,6 +174,10 @@ static void register_locked(void)
 	if (REAL(connect)(ctl_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		smcr_log(SMCR_LOG_DEBUG, "smcrd not reachable at %s: %s", sa.sun_path,
 			 strerror(errno));
+		disconnect_locked();
+		return;
+	}
+	if (!daemon_is_root(sa.sun_path)) {
 		disconnect_locked();
 		return;
 	}
