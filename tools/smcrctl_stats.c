@@ -19,6 +19,7 @@
 #include "reason.h"
 #include "smcrctl.h"
 #include "smcrctl_common.h"
+#include "smcrctl_prom.h"
 
 #define TOP_REASONS 3                   /* fallback reasons in the text view */
 
@@ -578,43 +579,19 @@ static const struct {
 #undef PROM_FAMILY_ENTRY
 };
 
-/*
- * s as the format wants it: backslashes and newlines escaped, and double
- * quotes too in a label value (quotes), not in a help text.
- */
-static void prom_escaped(FILE *out, const char *s, bool quotes)
-{
-	for (; *s; s++) {
-		if (*s == '\n')
-			fputs("\\n", out);
-		else if (*s == '\\' || (quotes && *s == '"'))
-			fprintf(out, "\\%c", *s);
-		else
-			fputc(*s, out);
-	}
-}
-
 /* The # HELP and # TYPE lines of f, before its first sample. */
 static void prom_head(struct view *v, enum prom_family f)
 {
 	if (v->family == f)
 		return;
 	v->family = f;
-	fprintf(v->out, "# HELP %s ", prom_families[f].name);
-	prom_escaped(v->out, prom_families[f].help, false);
-	fprintf(v->out, "\n# TYPE %s %s\n", prom_families[f].name, prom_families[f].type);
+	smcrctl_prom_head(v->out, prom_families[f].name, prom_families[f].type,
+			  prom_families[f].help);
 }
 
-/* One sample: the family's name, {name="value",...} unless there are no labels, the value. */
 static void prom_sample(struct view *v, const char *const labels[], uint64_t value)
 {
-	fputs(prom_families[v->family].name, v->out);
-	for (unsigned int i = 0; labels[i]; i += 2) {
-		fprintf(v->out, "%s%s=\"", i ? "," : "{", labels[i]);
-		prom_escaped(v->out, labels[i + 1], true);
-		fputs("\"", v->out);
-	}
-	fprintf(v->out, "%s %llu\n", labels[0] ? "}" : "", (ull)value);
+	smcrctl_prom_sample(v->out, prom_families[v->family].name, labels, value);
 }
 
 /* A sample per reason of reason.h, those at zero too: a series does not come and go. */
