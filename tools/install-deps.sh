@@ -13,7 +13,8 @@ build=(cmake make gcc pkg-config libc6-dev
        libcmocka-dev clang libbpf-dev linux-libc-dev
        redis-server redis-tools)
 tests=(iperf3 sockperf socat curl vsftpd xinetd openssh-server python3 procps iproute2 tcpdump util-linux
-       libclang-rt-14-dev man-db bsdextrautils nginx wrk nodejs bash-completion)
+       libclang-rt-14-dev man-db bsdextrautils nginx wrk nodejs bash-completion
+       python3-prometheus-client)
 
 vm=(qemu-system-x86 linux-image-amd64 busybox-static cpio gzip kmod iproute2
     linux-headers-amd64 linux-source make xz-utils

@@ -48,16 +48,20 @@ static const struct command commands[] = {
 	  "smcrd running?, its program, memory, buffers, processes",
 	  "smcrd: running?, program attached, memory in use of max_memory,\n"
 	  "shared-memory buffers, registered processes (other users' only to root).\n" },
-	{ "stats", smcrctl_stats, 0, INT_MAX, "[-d] [-r] [--json] [-i SECONDS [-n COUNT]]",
+	{ "stats", smcrctl_stats, 0, INT_MAX,
+	  "[-d] [-r] [--json] [-i SECONDS [-n COUNT]] | --prometheus [--output FILE]",
 	  "the host's statistics from every process using smcr",
 	  "The host's statistics from every process using smcr, exited ones included.\n"
 	  "\n"
-	  "  -d          per transport (with the RDMA links) and process (other\n"
-	  "              users' only to root; figures as each process reports them)\n"
-	  "  -r          then reset them to zero (root)\n"
-	  "  --json      as JSON\n"
-	  "  -i SECONDS  again every SECONDS, the changes since the last\n"
-	  "  -n COUNT    with -i: COUNT samples in all\n" },
+	  "  -d             per transport (with the RDMA links) and process (other\n"
+	  "                 users' only to root; figures as each process reports them)\n"
+	  "  -r             then reset them to zero (root)\n"
+	  "  --json         as JSON\n"
+	  "  -i SECONDS     again every SECONDS, the changes since the last\n"
+	  "  -n COUNT       with -i: COUNT samples in all\n"
+	  "  --prometheus   every host-wide figure (-d's RDMA links too) in the\n"
+	  "                 Prometheus text format, for node_exporter's textfile collector\n"
+	  "  --output FILE  with --prometheus: replace FILE atomically instead of printing\n" },
 	{ "conns", smcrctl_conns, 0, INT_MAX,
 	  "[--pid PID] [--port PORT] [--mode smc|shm|rdma|tcp] [--json]",
 	  "one line per open connection (like smcss -W)",

@@ -2,7 +2,8 @@
  * smcrctl.h - smcrctl's commands, which smcrctl.c dispatches to from its
  * table of commands.  Each lives below smcrctl.c in a file of its own:
  * smcrctl_config.c (show, set, enable, disable), smcrctl_status.c,
- * smcrctl_stats.c, smcrctl_conns.c, smcrctl_check.c; what they share is
+ * smcrctl_stats.c (writing Prometheus's format with smcrctl_prom.h),
+ * smcrctl_conns.c, smcrctl_check.c; what they share is
  * smcrctl_common.h's.
  */
 #ifndef SMCRCTL_H

@@ -2,7 +2,9 @@
  * smcrctl_stats.c - `smcrctl stats`: the host's statistics as smcrd sums
  * them (entstat smcr0's view): the basic view, -d the detail per transport
  * (with the RDMA links) and per process, -r reset, --json, -i SECONDS
- * [-n COUNT] repeated with the changes since the previous sample.
+ * [-n COUNT] repeated with the changes since the previous sample, and
+ * --prometheus [--output FILE] for node_exporter's textfile collector.  One
+ * table of rows (STATS_ROWS) drives every view.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -12,17 +14,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "control_proto.h"
 #include "reason.h"
 #include "smcrctl.h"
 #include "smcrctl_common.h"
+#include "smcrctl_prom.h"
 
 #define TOP_REASONS 3                   /* fallback reasons in the text view */
 
 typedef unsigned long long ull;
 
 struct stats_opts {
-	bool reset, json, detail;
+	bool reset, json, detail, prometheus;
+	const char *output;             /* --output: the file --prometheus replaces */
 	unsigned int interval;          /* seconds; 0: once */
 	unsigned long count;            /* samples with -i; 0: until interrupted */
 };
@@ -96,76 +101,169 @@ enum row_kind {
 enum row_level { BASIC, DETAIL };       /* DETAIL: only with -d */
 
 /*
- * Both views of `smcrctl stats`, in the order both list them.  A section is
+ * The Prometheus metric families (--prometheus): the name, its type and its
+ * help text, once each.  The rows of STATS_ROWS say which family they are a
+ * sample of, with which labels; a family's rows are next to each other there,
+ * as the exposition format wants a family's samples together.
+ */
+#define PROM_FAMILIES(F)                                                                        \
+	F(TCP_CONNS, "smcr_tcp_connections_total", "counter",                                  \
+	  "TCP connections libsmcr saw, by role (client: connect, server: accept)")             \
+	F(TCP_LISTENS, "smcr_tcp_listens_total", "counter", "listen() calls on TCP sockets")  \
+	F(SMC_NEGOTIATED, "smcr_smc_negotiated_total", "counter",                              \
+	  "Connections whose TCP handshake negotiated SMC, by role")                            \
+	F(CONNS, "smcr_connections_total", "counter",                                          \
+	  "SMC connections that went on over a transport, by transport and role")               \
+	F(HANDSHAKE_ERRORS, "smcr_handshake_errors_total", "counter",                          \
+	  "CLC exchanges that failed half-way (connection reset)")                              \
+	F(FALLBACKS, "smcr_fallbacks_total", "counter",                                        \
+	  "Connection ends kept on TCP, by fallback reason (name and code)")                    \
+	F(OPEN, "smcr_connections_open", "gauge", "Connections open now")                     \
+	F(OPEN_PEAK, "smcr_connections_open_peak", "gauge", "Connections open at most at once") \
+	F(UNTRACKED, "smcr_untracked_connections_total", "counter",                            \
+	  "Connections beyond the processes' connection tables (counted, not listed)")          \
+	F(BYTES, "smcr_bytes_total", "counter", "Bytes received (in) and sent (out), by transport") \
+	F(IO_CALLS, "smcr_io_calls_total", "counter",                                          \
+	  "Receive (in) and send (out) calls that moved data, by transport")                    \
+	F(BUFFER_FULL, "smcr_buffer_full_total", "counter",                                    \
+	  "RMBs found full: local (ours, our reader was behind), remote (the peer's, a send waited)") \
+	F(MEMORY, "smcr_memory_bytes", "gauge", "SMC buffer memory: in use, peak, limit (max_memory)") \
+	F(PROCESSES, "smcr_processes", "gauge", "Processes registered with smcrd now")        \
+	F(EXITED, "smcr_processes_exited_total", "counter", "Processes using smcr that exited") \
+	F(RDMA_LINKS, "smcr_rdma_links", "gauge", "RDMA links up now")                        \
+	F(RDMA_LINK_EVENTS, "smcr_rdma_link_events_total", "counter",                          \
+	  "RDMA links made, ended, failed, and ended unused (idle)")                            \
+	F(RDMA_WCS, "smcr_rdma_work_completions_total", "counter",                             \
+	  "RDMA work completions taken, by operation")                                          \
+	F(RDMA_CDC_WAITS, "smcr_rdma_cdc_slots_exhausted_total", "counter",                    \
+	  "CDC messages that had to wait for a free send-queue slot")                           \
+	F(RDMA_CDC_UNKNOWN, "smcr_rdma_cdc_unknown_token_total", "counter",                    \
+	  "CDC messages for no connection of their link, dropped")                              \
+	F(RDMA_REGISTERED, "smcr_rdma_registered_bytes_total", "counter",                      \
+	  "Buffer memory registered with RDMA devices")
+
+enum prom_family {
+	PROM_NONE,                      /* a row Prometheus does not show */
+#define PROM_FAMILY_ENUM(id, name, type, help) PROM_##id,
+	PROM_FAMILIES(PROM_FAMILY_ENUM)
+#undef PROM_FAMILY_ENUM
+};
+
+/* A row's sample: its family and labels (name, value, ...; NULL after the last). */
+struct prom_metric {
+	enum prom_family family;
+	const char *labels[5];
+};
+
+#define PROM(family, ...) (struct prom_metric){ PROM_##family, { __VA_ARGS__ } }
+#define NO_PROM (struct prom_metric){ PROM_NONE, { NULL } }
+
+/*
+ * Every view of `smcrctl stats`, in the order they list them.  A section is
  * a heading in text and an object in JSON; NULL: none in that view (a
  * section without a JSON key ends the previous object: the rows after it
  * are members of the top one).  A row has a text label ("": shown without
- * one; NULL: JSON only), a JSON key (NULL: text only), a kind and a value
- * (an expression on c, st, shm, rdma and smc: see walk_rows()).
+ * one; NULL: not in text), a JSON key (NULL: not in JSON), a kind, a value
+ * (an expression on c, st, shm, rdma and smc: see walk_rows()) and its
+ * Prometheus sample (NO_PROM: none; sums and averages are left to queries).
  */
 #define STATS_ROWS(SECTION, ROW)                                                                \
 	SECTION(BASIC, "Connections", "connections")                                          \
-	ROW(BASIC, "TCP client connections seen:", "tcp_clients", COUNT, c->tcp_clients)        \
-	ROW(BASIC, "TCP server connections seen:", "tcp_servers", COUNT, c->tcp_servers)        \
-	ROW(BASIC, "TCP listeners:", "tcp_listeners", COUNT, c->tcp_listeners)                  \
-	ROW(BASIC, "SMC negotiated, client:", "smc_clients", COUNT, c->smc_clients)             \
-	ROW(BASIC, "SMC negotiated, server:", "smc_servers", COUNT, c->smc_servers)             \
-	ROW(BASIC, "On shared memory, client:", "shm_clients", COUNT, shm->clients)             \
-	ROW(BASIC, "On shared memory, server:", "shm_servers", COUNT, shm->servers)             \
-	ROW(BASIC, "Over RDMA, client:", NULL, COUNT, rdma->clients)                            \
-	ROW(BASIC, "Over RDMA, server:", NULL, COUNT, rdma->servers)                            \
-	ROW(BASIC, "Handshake errors (reset):", "handshake_errors", COUNT, c->handshake_errors) \
-	ROW(BASIC, "Fallbacks to TCP:", "fallbacks", COUNT, fallbacks_total(c))                 \
-	ROW(BASIC, "", "fallback_reasons", REASONS, 0)                                          \
-	ROW(BASIC, "Open now:", "open", COUNT, st->connections)                                 \
-	ROW(BASIC, "Open at most:", "open_peak", COUNT, st->peak_connections)                   \
-	ROW(BASIC, "Beyond the connection tables:", "untracked", COUNT, c->untracked)           \
+	ROW(BASIC, "TCP client connections seen:", "tcp_clients", COUNT, c->tcp_clients,       \
+	    PROM(TCP_CONNS, "role", "client"))                                                  \
+	ROW(BASIC, "TCP server connections seen:", "tcp_servers", COUNT, c->tcp_servers,       \
+	    PROM(TCP_CONNS, "role", "server"))                                                  \
+	ROW(BASIC, "TCP listeners:", "tcp_listeners", COUNT, c->tcp_listeners, PROM(TCP_LISTENS)) \
+	ROW(BASIC, "SMC negotiated, client:", "smc_clients", COUNT, c->smc_clients,            \
+	    PROM(SMC_NEGOTIATED, "role", "client"))                                             \
+	ROW(BASIC, "SMC negotiated, server:", "smc_servers", COUNT, c->smc_servers,            \
+	    PROM(SMC_NEGOTIATED, "role", "server"))                                             \
+	ROW(BASIC, "On shared memory, client:", "shm_clients", COUNT, shm->clients,            \
+	    PROM(CONNS, "transport", "shm", "role", "client"))                                  \
+	ROW(BASIC, "On shared memory, server:", "shm_servers", COUNT, shm->servers,            \
+	    PROM(CONNS, "transport", "shm", "role", "server"))                                  \
+	ROW(BASIC, "Over RDMA, client:", NULL, COUNT, rdma->clients,                           \
+	    PROM(CONNS, "transport", "rdma", "role", "client"))                                 \
+	ROW(BASIC, "Over RDMA, server:", NULL, COUNT, rdma->servers,                           \
+	    PROM(CONNS, "transport", "rdma", "role", "server"))                                 \
+	ROW(BASIC, "Handshake errors (reset):", "handshake_errors", COUNT, c->handshake_errors, \
+	    PROM(HANDSHAKE_ERRORS))                                                             \
+	ROW(BASIC, "Fallbacks to TCP:", "fallbacks", COUNT, fallbacks_total(c), NO_PROM)       \
+	ROW(BASIC, "", "fallback_reasons", REASONS, 0, PROM(FALLBACKS))                         \
+	ROW(BASIC, "Open now:", "open", COUNT, st->connections, PROM(OPEN))                     \
+	ROW(BASIC, "Open at most:", "open_peak", COUNT, st->peak_connections, PROM(OPEN_PEAK))  \
+	ROW(BASIC, "Beyond the connection tables:", "untracked", COUNT, c->untracked,          \
+	    PROM(UNTRACKED))                                                                    \
 	SECTION(BASIC, "Data (bytes of the connections libsmcr saw)", "data")                 \
-	ROW(BASIC, "Bytes in through TCP:", "tcp_bytes_in", COUNT, c->tcp_bytes_in)             \
-	ROW(BASIC, "Bytes out through TCP:", "tcp_bytes_out", COUNT, c->tcp_bytes_out)          \
-	ROW(BASIC, NULL, "tcp_recvs", COUNT, c->tcp_recvs)                                      \
-	ROW(BASIC, NULL, "tcp_sends", COUNT, c->tcp_sends)                                      \
+	ROW(BASIC, "Bytes in through TCP:", "tcp_bytes_in", COUNT, c->tcp_bytes_in,            \
+	    PROM(BYTES, "transport", "tcp", "direction", "in"))                                 \
+	ROW(BASIC, "Bytes out through TCP:", "tcp_bytes_out", COUNT, c->tcp_bytes_out,         \
+	    PROM(BYTES, "transport", "tcp", "direction", "out"))                                \
+	ROW(BASIC, NULL, "shm_bytes_in", COUNT, shm->bytes_in,                                  \
+	    PROM(BYTES, "transport", "shm", "direction", "in"))                                 \
+	ROW(BASIC, NULL, "shm_bytes_out", COUNT, shm->bytes_out,                                \
+	    PROM(BYTES, "transport", "shm", "direction", "out"))                                \
+	ROW(BASIC, NULL, NULL, COUNT, rdma->bytes_in, PROM(BYTES, "transport", "rdma", "direction", "in")) \
+	ROW(BASIC, NULL, NULL, COUNT, rdma->bytes_out,                                          \
+	    PROM(BYTES, "transport", "rdma", "direction", "out"))                               \
+	ROW(BASIC, NULL, "tcp_recvs", COUNT, c->tcp_recvs,                                      \
+	    PROM(IO_CALLS, "transport", "tcp", "direction", "in"))                              \
+	ROW(BASIC, NULL, "tcp_sends", COUNT, c->tcp_sends,                                      \
+	    PROM(IO_CALLS, "transport", "tcp", "direction", "out"))                             \
+	ROW(BASIC, NULL, NULL, COUNT, shm->recvs, PROM(IO_CALLS, "transport", "shm", "direction", "in")) \
+	ROW(BASIC, NULL, NULL, COUNT, shm->sends, PROM(IO_CALLS, "transport", "shm", "direction", "out")) \
+	ROW(BASIC, NULL, NULL, COUNT, rdma->recvs, PROM(IO_CALLS, "transport", "rdma", "direction", "in")) \
+	ROW(BASIC, NULL, NULL, COUNT, rdma->sends,                                              \
+	    PROM(IO_CALLS, "transport", "rdma", "direction", "out"))                            \
 	ROW(BASIC, "Average receive through TCP (B):", "tcp_avg_recv", COUNT,                  \
-	    average(c->tcp_bytes_in, c->tcp_recvs))                                             \
+	    average(c->tcp_bytes_in, c->tcp_recvs), NO_PROM)                                    \
 	ROW(BASIC, "Average send through TCP (B):", "tcp_avg_send", COUNT,                     \
-	    average(c->tcp_bytes_out, c->tcp_sends))                                            \
-	ROW(BASIC, "Bytes in over SMC:", NULL, COUNT, smc->bytes_in)                            \
-	ROW(BASIC, "Bytes out over SMC:", NULL, COUNT, smc->bytes_out)                          \
-	ROW(BASIC, NULL, "shm_bytes_in", COUNT, shm->bytes_in)                                  \
-	ROW(BASIC, NULL, "shm_bytes_out", COUNT, shm->bytes_out)                                \
+	    average(c->tcp_bytes_out, c->tcp_sends), NO_PROM)                                   \
+	ROW(BASIC, "Bytes in over SMC:", NULL, COUNT, smc->bytes_in, NO_PROM)                   \
+	ROW(BASIC, "Bytes out over SMC:", NULL, COUNT, smc->bytes_out, NO_PROM)                 \
 	ROW(BASIC, "Average receive over SMC (B):", "smc_avg_recv", COUNT,                     \
-	    average(smc->bytes_in, smc->recvs))                                                 \
+	    average(smc->bytes_in, smc->recvs), NO_PROM)                                        \
 	ROW(BASIC, "Average send over SMC (B):", "smc_avg_send", COUNT,                        \
-	    average(smc->bytes_out, smc->sends))                                                \
-	ROW(BASIC, "Buffer full, local (our RMB):", "buffer_full_local", COUNT, smc->rmb_full)  \
+	    average(smc->bytes_out, smc->sends), NO_PROM)                                       \
+	ROW(BASIC, "Buffer full, local (our RMB):", "buffer_full_local", COUNT, smc->rmb_full, \
+	    PROM(BUFFER_FULL, "side", "local"))                                                 \
 	ROW(BASIC, "Buffer full, remote (peer RMB):", "buffer_full_remote", COUNT,             \
-	    smc->peer_rmb_full)                                                                 \
+	    smc->peer_rmb_full, PROM(BUFFER_FULL, "side", "remote"))                            \
 	SECTION(BASIC, "RMB sizes (our receive buffers)", NULL)                               \
-	ROW(BASIC, "", NULL, RMB_HISTOGRAM, 0)                                                  \
-	ROW(BASIC, NULL, "transports", TRANSPORTS, 0)                                           \
+	ROW(BASIC, "", NULL, RMB_HISTOGRAM, 0, NO_PROM)                                         \
+	ROW(BASIC, NULL, "transports", TRANSPORTS, 0, NO_PROM)                                  \
 	SECTION(BASIC, "Memory (SMC buffers)", "memory")                                      \
-	ROW(BASIC, "In use:", "in_use", MIB_TENTHS, st->head.bytes)                             \
-	ROW(BASIC, "Peak:", "peak", MIB_TENTHS, st->peak_memory)                                \
-	ROW(BASIC, "max_memory:", "max_memory", MIB_WHOLE, st->head.limit)                      \
+	ROW(BASIC, "In use:", "in_use", MIB_TENTHS, st->head.bytes, PROM(MEMORY, "kind", "in_use")) \
+	ROW(BASIC, "Peak:", "peak", MIB_TENTHS, st->peak_memory, PROM(MEMORY, "kind", "peak"))  \
+	ROW(BASIC, "max_memory:", "max_memory", MIB_WHOLE, st->head.limit,                     \
+	    PROM(MEMORY, "kind", "limit"))                                                      \
 	SECTION(BASIC, "Processes", "processes")                                              \
-	ROW(BASIC, "Registered now:", "registered", COUNT, st->processes)                       \
-	ROW(BASIC, "Exited:", "exited", COUNT, st->exited)                                      \
-	ROW(DETAIL, NULL, "detail", PROCESSES, 0)                                               \
+	ROW(BASIC, "Registered now:", "registered", COUNT, st->processes, PROM(PROCESSES))      \
+	ROW(BASIC, "Exited:", "exited", COUNT, st->exited, PROM(EXITED))                        \
+	ROW(DETAIL, NULL, "detail", PROCESSES, 0, NO_PROM)                                      \
 	SECTION(DETAIL, "Per transport", NULL)                                                \
-	ROW(DETAIL, "", NULL, TRANSPORT_TABLE, 0)                                               \
+	ROW(DETAIL, "", NULL, TRANSPORT_TABLE, 0, NO_PROM)                                      \
 	SECTION(DETAIL, "RDMA links (a link group of one link each)", NULL)                   \
-	ROW(DETAIL, "Up now:", NULL, COUNT, st->rdma_links)                                     \
-	ROW(DETAIL, "Made:", NULL, COUNT, c->rdma.links)                                        \
-	ROW(DETAIL, "Ended:", NULL, COUNT, c->rdma.links_ended)                                 \
-	ROW(DETAIL, "Failed:", NULL, COUNT, c->rdma.links_failed)                               \
-	ROW(DETAIL, "Ended unused (idle):", NULL, COUNT, c->rdma.links_idle)                    \
-	ROW(DETAIL, "Work completions, send:", NULL, COUNT, c->rdma.wc_send)                    \
-	ROW(DETAIL, "Work completions, receive:", NULL, COUNT, c->rdma.wc_recv)                 \
-	ROW(DETAIL, "CDC send slots exhausted:", NULL, COUNT, c->rdma.cdc_slots_exhausted)      \
-	ROW(DETAIL, "CDCs for unknown tokens:", NULL, COUNT, c->rdma.cdc_unknown_token)         \
-	ROW(DETAIL, "Buffer memory registered:", NULL, MIB_TENTHS, c->rdma.bytes_registered)    \
-	SECTION(DETAIL, "Per process (since each started; self-reported but MEMORY)", NULL)                             \
-	ROW(DETAIL, "", NULL, PROCESSES, 0)
+	ROW(DETAIL, "Up now:", NULL, COUNT, st->rdma_links, PROM(RDMA_LINKS))                   \
+	ROW(DETAIL, "Made:", NULL, COUNT, c->rdma.links, PROM(RDMA_LINK_EVENTS, "event", "made")) \
+	ROW(DETAIL, "Ended:", NULL, COUNT, c->rdma.links_ended,                                \
+	    PROM(RDMA_LINK_EVENTS, "event", "ended"))                                           \
+	ROW(DETAIL, "Failed:", NULL, COUNT, c->rdma.links_failed,                              \
+	    PROM(RDMA_LINK_EVENTS, "event", "failed"))                                          \
+	ROW(DETAIL, "Ended unused (idle):", NULL, COUNT, c->rdma.links_idle,                   \
+	    PROM(RDMA_LINK_EVENTS, "event", "idle"))                                            \
+	ROW(DETAIL, "Work completions, send:", NULL, COUNT, c->rdma.wc_send,                   \
+	    PROM(RDMA_WCS, "op", "send"))                                                       \
+	ROW(DETAIL, "Work completions, receive:", NULL, COUNT, c->rdma.wc_recv,                \
+	    PROM(RDMA_WCS, "op", "recv"))                                                       \
+	ROW(DETAIL, "CDC send slots exhausted:", NULL, COUNT, c->rdma.cdc_slots_exhausted,     \
+	    PROM(RDMA_CDC_WAITS))                                                               \
+	ROW(DETAIL, "CDCs for unknown tokens:", NULL, COUNT, c->rdma.cdc_unknown_token,        \
+	    PROM(RDMA_CDC_UNKNOWN))                                                             \
+	ROW(DETAIL, "Buffer memory registered:", NULL, MIB_TENTHS, c->rdma.bytes_registered,   \
+	    PROM(RDMA_REGISTERED))                                                              \
+	SECTION(DETAIL, "Per process (since each started; self-reported but MEMORY)", NULL)   \
+	ROW(DETAIL, "", NULL, PROCESSES, 0, NO_PROM)
 
 /*
  * The per-process figures after its pid and command, for both views (-d):
@@ -206,18 +304,21 @@ struct view {
 	const struct smcr_control_stats *st;
 	const struct smcr_control_status *ps;   /* the process list (-d); NULL: without */
 	struct smcr_stats_transport smc;         /* every transport summed */
+	bool detail;                             /* DETAIL rows too (-d, --prometheus) */
 	bool in_object;                          /* JSON: a section's object is open */
 	bool first;                              /* JSON: no ", " before the next member */
+	FILE *out;                               /* Prometheus: where it goes (--output) */
+	enum prom_family family;                 /* Prometheus: the last one headed */
 };
 
 /* How a view shows the sections and the rows of STATS_ROWS. */
 struct printer {
 	void (*section)(struct view *v, const char *heading, const char *key);
 	void (*row)(struct view *v, const char *label, const char *key, enum row_kind kind,
-		    uint64_t value);
+		    uint64_t value, const struct prom_metric *m);
 };
 
-/* Hands each section and row of STATS_ROWS to p, in order; DETAIL ones only with -d. */
+/* Hands each section and row of STATS_ROWS to p, in order; DETAIL ones only in detail. */
 static void walk_rows(struct view *v, const struct printer *p)
 {
 	const struct smcr_control_stats *st = v->st;
@@ -227,11 +328,11 @@ static void walk_rows(struct view *v, const struct printer *p)
 	const struct smcr_stats_transport *smc = &v->smc;
 
 #define WALK_SECTION(level, heading, key)                                       \
-	if (level == BASIC || v->ps)                                            \
+	if (level == BASIC || v->detail)                                        \
 		p->section(v, heading, key);
-#define WALK_ROW(level, label, key, kind, value)                                \
-	if (level == BASIC || v->ps)                                            \
-		p->row(v, label, key, kind, value);
+#define WALK_ROW(level, label, key, kind, value, prom)                          \
+	if (level == BASIC || v->detail)                                        \
+		p->row(v, label, key, kind, value, &prom);
 	STATS_ROWS(WALK_SECTION, WALK_ROW)
 #undef WALK_SECTION
 #undef WALK_ROW
@@ -305,11 +406,11 @@ static void text_section(struct view *v, const char *heading, const char *key)
 }
 
 static void text_row(struct view *v, const char *label, const char *key, enum row_kind kind,
-		     uint64_t value)
+		     uint64_t value, const struct prom_metric *m)
 {
 	const double mib = 1024.0 * 1024.0;
 
-	(void)key;
+	(void)key, (void)m;
 	if (!label)
 		return;
 	if (kind == COUNT)
@@ -433,9 +534,9 @@ static void json_section(struct view *v, const char *heading, const char *key)
 }
 
 static void json_row(struct view *v, const char *label, const char *key, enum row_kind kind,
-		     uint64_t value)
+		     uint64_t value, const struct prom_metric *m)
 {
-	(void)label;
+	(void)label, (void)m;
 	if (!key)
 		return;
 	json_key(v, key);
@@ -460,6 +561,105 @@ static void print_json(struct view *v, unsigned int interval)
 	printf("}\n");
 }
 
+/* One sample: the statistics, and (-d) the process list; -1 if smcrd does not answer. */
+static int sample(bool detail, struct smcr_control_stats *st, struct smcr_control_status *ps)
+{
+	return smcrctl_ask(SMCR_CONTROL_STATS, 0, st, sizeof(*st)) ||
+	       (detail && smcrctl_ask(SMCR_CONTROL_STATUS, 0, ps, sizeof(*ps))) ? -1 : 0;
+}
+
+/* ---- Prometheus (text exposition format 0.0.4) ---- */
+
+static const struct {
+	const char *name, *type, *help;
+} prom_families[] = {
+	[PROM_NONE] = { NULL, NULL, NULL },
+#define PROM_FAMILY_ENTRY(id, name, type, help) [PROM_##id] = { name, type, help },
+	PROM_FAMILIES(PROM_FAMILY_ENTRY)
+#undef PROM_FAMILY_ENTRY
+};
+
+/* The # HELP and # TYPE lines of f, before its first sample. */
+static void prom_head(struct view *v, enum prom_family f)
+{
+	if (v->family == f)
+		return;
+	v->family = f;
+	smcrctl_prom_head(v->out, prom_families[f].name, prom_families[f].type,
+			  prom_families[f].help);
+}
+
+static void prom_sample(struct view *v, const char *const labels[], uint64_t value)
+{
+	smcrctl_prom_sample(v->out, prom_families[v->family].name, labels, value);
+}
+
+/* A sample per reason of reason.h, those at zero too: a series does not come and go. */
+static void prom_reasons(struct view *v, const struct smcr_stats_counts *c)
+{
+	char code[16];
+
+	for (unsigned int r = 1; r < SMCR_REASON_COUNT; r++) {
+		snprintf(code, sizeof(code), "0x%08x", smcr_reason_code(r));
+		prom_sample(v, (const char *[]){ "reason", smcr_reason_name(r), "code", code, NULL },
+			    c->fallbacks[r]);
+	}
+}
+
+static void prom_section(struct view *v, const char *heading, const char *key)
+{
+	(void)v, (void)heading, (void)key;      /* families, not sections */
+}
+
+static void prom_row(struct view *v, const char *label, const char *key, enum row_kind kind,
+		     uint64_t value, const struct prom_metric *m)
+{
+	(void)label, (void)key;
+	if (m->family == PROM_NONE)
+		return;
+	prom_head(v, m->family);
+	if (kind == REASONS)
+		prom_reasons(v, &v->st->counts);
+	else
+		prom_sample(v, m->labels, value);
+}
+
+static void print_prometheus(struct view *v)
+{
+	static const struct printer prom = { prom_section, prom_row };
+
+	walk_rows(v, &prom);
+}
+
+/*
+ * The sample in the exposition format, to stdout or (output) into a file
+ * replaced atomically: the textfile collector never reads half of one.
+ */
+static int prometheus(const char *output)
+{
+	struct smcr_control_stats st;
+	struct smcr_config_error err = { .message = "out of memory" };    /* if fclose fails */
+	char *text = NULL;
+	size_t len;
+
+	if (sample(false, &st, NULL))
+		return smcrctl_no_daemon();
+	struct view v = { .st = &st, .smc = smc_total(&st.counts), .detail = true,
+			  .out = output ? open_memstream(&text, &len) : stdout };
+	if (!v.out) {
+		perror("smcrctl: open_memstream");
+		return EXIT_FAILURE;
+	}
+	print_prometheus(&v);
+	if (!output)
+		return 0;
+	int rc = fclose(v.out) ? -1 : smcr_config_write_atomic(output, text, &err);
+	free(text);
+	if (rc)
+		fprintf(stderr, "smcrctl: %s\n", err.message);
+	return rc ? EXIT_FAILURE : 0;
+}
+
 static int parse(char **args, int nargs, struct stats_opts *o)
 {
 	char *end;
@@ -469,6 +669,10 @@ static int parse(char **args, int nargs, struct stats_opts *o)
 			o->reset = true;
 		} else if (strcmp(args[i], "--json") == 0) {
 			o->json = true;
+		} else if (strcmp(args[i], "--prometheus") == 0) {
+			o->prometheus = true;
+		} else if (strcmp(args[i], "--output") == 0 && i + 1 < nargs) {
+			o->output = args[++i];
 		} else if (strcmp(args[i], "-d") == 0) {
 			o->detail = true;
 		} else if (strcmp(args[i], "-i") == 0 && i + 1 < nargs) {
@@ -484,7 +688,9 @@ static int parse(char **args, int nargs, struct stats_opts *o)
 			return -1;
 		}
 	}
-	return o->count && !o->interval ? -1 : 0;
+	if (o->prometheus)      /* one sample of every host-wide figure, as it is */
+		return o->json || o->detail || o->reset || o->interval || o->count ? -1 : 0;
+	return (o->count && !o->interval) || o->output ? -1 : 0;
 }
 
 static int reset(void)
@@ -504,13 +710,6 @@ static int reset(void)
 	return 0;
 }
 
-/* One sample: the statistics, and (-d) the process list; -1 if smcrd does not answer. */
-static int sample(bool detail, struct smcr_control_stats *st, struct smcr_control_status *ps)
-{
-	return smcrctl_ask(SMCR_CONTROL_STATS, 0, st, sizeof(*st)) ||
-	       (detail && smcrctl_ask(SMCR_CONTROL_STATUS, 0, ps, sizeof(*ps))) ? -1 : 0;
-}
-
 int smcrctl_stats(const struct smcrctl_args *a)
 {
 	static struct smcr_control_status ps;
@@ -521,6 +720,8 @@ int smcrctl_stats(const struct smcrctl_args *a)
 	if (parse(a->argv, a->argc, &o)) {
 		return EXIT_SHOW_USAGE;
 	}
+	if (o.prometheus)
+		return prometheus(o.output);
 	if (o.reset && geteuid() != 0) {
 		fprintf(stderr, "smcrctl: only root may reset the statistics (-r)\n");
 		return EXIT_INVALID;
@@ -533,7 +734,7 @@ int smcrctl_stats(const struct smcrctl_args *a)
 		struct smcr_control_stats shown = st;
 		if (i)          /* -i: the counters' changes; gauges (rdma_links...) as they are */
 			smcr_stats_sub_counts(&shown.counts, &prev.counts);
-		struct view v = { .st = &shown, .ps = o.detail ? &ps : NULL,
+		struct view v = { .st = &shown, .ps = o.detail ? &ps : NULL, .detail = o.detail,
 				  .smc = smc_total(&shown.counts) };
 		(o.json ? print_json : print_text)(&v, i ? o.interval : 0);
 		fflush(stdout);
