@@ -38,10 +38,9 @@
 #include "confine.h"
 #include "filter.h"
 #include "handshake.h"
-#include "smc_sock.h"
-
 #include "log.h"
 #include "real.h"
+#include "smc_sock.h"
 
 #define UNINSTRUMENTED __attribute__((no_sanitize("address", "thread", "undefined")))
 

@@ -400,8 +400,11 @@ static int plain_member_ctl(struct smcr_epoll *ep, struct member *m, int op,
 			drop(ep, m);    /* closed since: nothing is registered */
 		errno = err;
 		return -1;
-	default:
+	case EPOLL_CTL_DEL:
 		return unregister(ep, m);
+	default:
+		errno = EINVAL;
+		return -1;
 	}
 }
 
