@@ -80,13 +80,19 @@ static size_t rx_take(struct smc_conn *conn, struct rx_pos *pos, struct smc_iov_
 	return avail;
 }
 
-/* Consumes up to pos; reaching the urgent mark forces the update the sender waits for. */
+/*
+ * Consumes up to pos; reaching the urgent mark forces the update the sender
+ * waits for.  Past the mark there is no urgent data any more, inline or
+ * stepped over, as TCP forgets its urgent pointer once the reader passed it.
+ */
 static int rx_consume(struct smc_conn *conn, const struct rx_pos *pos)
 {
 	bool passed_mark = conn->st->rx_urg_unpassed && !pos->urg_unpassed;
 
 	conn->st->rx_cons = pos->at;
 	conn->st->rx_urg_unpassed = pos->urg_unpassed;
+	if (passed_mark && conn->st->rx_urg_state == SMC_URG_VALID)
+		conn->st->rx_urg_state = SMC_URG_READ;
 	return smc_conn_consumer_update(conn, passed_mark);
 }
 

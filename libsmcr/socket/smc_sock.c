@@ -394,7 +394,7 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 		mask |= POLLIN | POLLRDNORM | POLLRDHUP;
 	if (smc_tx_writable_locked(conn))
 		mask |= POLLOUT | POLLWRNORM;
-	if (!conn->st->oob_inline && conn->st->rx_urg_state == SMC_URG_VALID)
+	if (conn->st->rx_urg_state == SMC_URG_VALID)   /* as TCP: inline or not, until it is read */
 		mask |= POLLPRI;
 	if (conn->st->tx_after_close)   /* TCP's reset closed it */
 		mask |= POLLHUP | (epipe_untold(conn->st) ? POLLERR : 0);
