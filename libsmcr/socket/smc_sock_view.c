@@ -895,7 +895,8 @@ static enum smcr_sock_phase settle(struct smcr_sock *sk, int fd, bool may_wait, 
 	phase = smcr_sock_phase(sk);
 	if (phase >= SMCR_SOCK_SMC)
 		return phase;
-	wait = may_wait && !atomic_load(&sk->sh->nonblock);
+	/* capped (a sandbox about to close the door): a non-blocking socket waits too */
+	wait = may_wait && (cap_ms > 0 || !atomic_load(&sk->sh->nonblock));
 	while ((phase = exchange_step(sk, fd)) == SMCR_SOCK_SETUP && wait && !stop)
 		stop = await_message(fd, timeout_ms, &waited_ms);
 	if (stop)
