@@ -10,14 +10,14 @@
  *
  * Shared-memory buffers (OFFER, ATTACH, WITHDRAW): the two ends of a TCP
  * connection on one host exchange a receive buffer through smcrd.  The owner
- * offers a sealed memfd and an eventfd together with its TCP socket; smcrd
- * hands the memfd and the eventfd only to a process that shows it the other
- * end of that very connection (smcrd/shm_broker.c says why that suffices),
- * and all of an end's (with its connection state) back to a process that
- * shows that end's socket itself (RESUME: the socket changed hands).
- * The eventfd is how that peer wakes the owner when it sleeps: it writes 8
- * bytes to it.  The token names the offer and is no secret: the socket
- * proves who may attach.
+ * offers a sealed memfd and the two ends of its wake-up channel (a pair of
+ * unix stream sockets: rx, tx) together with its TCP socket; smcrd hands
+ * the memfd and tx only to a process that shows it the other end of that
+ * very connection (smcrd/shm_broker.c says why that suffices), and all of
+ * an end's (with its connection state) back to a process that shows that
+ * end's socket itself (RESUME: the socket changed hands).  tx is how that
+ * peer wakes the owner when it sleeps: it sends a byte on it.  The token
+ * names the offer and is no secret: the socket proves who may attach.
  */
 #ifndef SMCR_CONTROL_PROTO_H
 #define SMCR_CONTROL_PROTO_H
@@ -32,7 +32,7 @@
 
 #define SMCR_RUNDIR_DEFAULT "/run/smcr"
 #define SMCR_CONTROL_SOCKET "smcrd.sock"
-#define SMCR_CONTROL_VERSION 7
+#define SMCR_CONTROL_VERSION 8
 
 /*
  * Where smcrd keeps its pid file and control socket: $SMCR_RUNDIR, else
@@ -57,13 +57,13 @@ enum smcr_control_type {
 	SMCR_CONTROL_RELEASE,           /* give .bytes back; no reply */
 	SMCR_CONTROL_STATUS,            /* reply: struct smcr_control_status */
 	SMCR_CONTROL_RELOAD,            /* root only: re-read the configuration file */
-	SMCR_CONTROL_OFFER,             /* carries 4 fds: the TCP socket, a memfd of exactly
+	SMCR_CONTROL_OFFER,             /* carries 5 fds: the TCP socket, a memfd of exactly
 					   .bytes (whole pages) sealed against SHRINK, GROW
-					   and SEAL, an eventfd (the owner's wake-up), the
+					   and SEAL, the owner's wake-up channel (rx, tx), the
 					   connection's state (a memfd of a few pages, sealed
 					   alike); .bytes are granted; reply: .token */
 	SMCR_CONTROL_ATTACH,            /* carries 1 fd: the TCP socket; reply carries 2 fds:
-					   the memfd and the eventfd offered as .token (0:
+					   the memfd and the channel's tx offered as .token (0:
 					   whichever was) by the other end of that
 					   connection, and .token; -EACCES for anything
 					   else */
@@ -73,9 +73,10 @@ enum smcr_control_type {
 	SMCR_CONTROL_STATS,             /* reply: struct smcr_control_stats */
 	SMCR_CONTROL_STATS_RESET,       /* root only: later STATS replies count from now */
 	SMCR_CONTROL_RESUME,            /* carries 1 fd: a TCP socket; reply: .token of what
-					   was offered on it, and 3 fds: its state, memfd and
-					   eventfd, then 2 more if the other end offered: that
-					   end's memfd and eventfd; -ENOENT if nothing was */
+					   was offered on it, and 4 fds: its state, memfd and
+					   channel (rx, tx), then 2 more if the other end
+					   offered: that end's memfd and tx; -ENOENT if
+					   nothing was */
 	SMCR_CONTROL_CONNS,             /* .token: where to go on (0: from the start); reply:
 					   struct smcr_control_conns, of the processes the
 					   asker may see (as STATUS's) */
@@ -169,7 +170,7 @@ struct smcr_control_conns {
 };
 
 /* The most descriptors a request or a reply carries (RESUME's reply). */
-#define SMCR_CONTROL_MAX_FDS 5
+#define SMCR_CONTROL_MAX_FDS 6
 
 /* Room for the SCM_RIGHTS of a message, aligned as cmsg wants. */
 union smcr_control_cmsg {

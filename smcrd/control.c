@@ -330,7 +330,7 @@ static bool grant(struct smcrd_control *ctl, struct smcrd_client *c, uint64_t by
 	return true;
 }
 
-/* in: the TCP socket, the memfd, the eventfd, the state.  Checks, charges and records the offer. */
+/* in: the TCP socket, the memfd, the channel, the state.  Checks, charges and records the offer. */
 static void offer(struct smcrd_control *ctl, struct smcrd_client *c, struct smcr_control_msg *m,
 		  const int *in, uint64_t limit)
 {
@@ -353,7 +353,7 @@ static void offer(struct smcrd_control *ctl, struct smcrd_client *c, struct smcr
 }
 
 /*
- * in: the TCP socket.  fds: the buffer and the owner's eventfd to send, if
+ * in: the TCP socket.  fds: the buffer and the owner's channel's tx to send, if
  * the socket proves the peer.
  */
 static void attach(struct smcrd_control *ctl, const struct smcrd_client *c,

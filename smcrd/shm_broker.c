@@ -29,19 +29,24 @@
  * What the peer gets.  A memfd sealed against shrinking, growing and further
  * sealing, so the owner cannot pull pages from under the peer's mapping
  * (SIGBUS), and not sealed against writing, so the peer can map it writable.
- * With it, the owner's eventfd, which the peer writes 8 bytes into to wake
- * the owner.  The peer writes whatever descriptor we hand over without
- * looking, so it must be an eventfd, which only counts: a file, pipe,
- * socket or device written by the peer could stall it (a full pipe, a FUSE
- * file), kill it (SIGPIPE) or act with the peer's rights (some kernel files
- * check the writer's credentials at write time), making the peer do what
- * the owner may not.
+ * With it, the tx end of the owner's wake-up channel, which the peer sends a
+ * byte on to wake the owner (libsmcr/base/sys.h says why a channel is a
+ * pair of unix stream sockets).  The peer sends on whatever descriptor we
+ * hand over without looking, so it must be such a socket, connected to one
+ * that has no name (a socketpair's other end): a file, pipe, socket or
+ * device written by the peer could stall it (a FUSE file), or act with the
+ * peer's rights (some kernel files check the writer's credentials at write
+ * time; a named socket is a service that may trust its callers), making the
+ * peer do what the owner may not.  A connected stream socket cannot be
+ * connected anew, so what is checked here stays true.  The rx end, handed
+ * back only to the owner's side (RESUME), is checked alike: its holders
+ * wait on it in poll and epoll, which on some files can block.
  *
  * Resuming.  The offering end also leaves its connection state (a third
  * memfd, libsmcr/socket/smc_sock_view.c) with the offer, and any process that shows the
  * offering socket itself (same socket cookie: it holds a descriptor of it,
  * passed over SCM_RIGHTS, or inherited across exec) gets back the state,
- * the buffer and the eventfd, with the other end's buffer and eventfd if
+ * the buffer and the wake-up channel, with the other end's buffer and tx if
  * that end offered too: what it needs to carry on with the connection.
  * Showing the socket proves as much as for attaching: whoever holds it can
  * read and write the stream anyway.  That process then holds the offer too,
@@ -70,8 +75,8 @@
  * How much we hold.  Offers live in one array searched linearly: one entry
  * per shared-memory connection end on the host, touched at connection setup
  * and close, and when a socket changes hands.  Buffers are whole pages
- * charged against max_memory, which bounds the entries; each holds three
- * descriptors while it lasts (memfd, eventfd, state), and their number is
+ * charged against max_memory, which bounds the entries; each holds four
+ * descriptors while it lasts (memfd, channel, state), and their number is
  * capped (max_offers), so that smcrd keeps descriptors to serve its clients.
  */
 #include <errno.h>
@@ -85,6 +90,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <linux/inet_diag.h>
@@ -95,9 +101,8 @@
 
 #define SEALS_REQUIRED (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 #define SEALS_FORBIDDEN (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)
-#define EVENTFD_LINK "anon_inode:[eventfd]"
 #define MAX_OFFERS 65536
-#define OFFER_FDS 3                     /* an offer holds its memfd, eventfd and state */
+#define OFFER_FDS 4                     /* an offer holds its memfd, channel and state */
 #define STATE_MAX_BYTES 65536           /* a connection's state: a page or a few */
 
 void smcrd_shm_broker_init(struct smcrd_shm_broker *b)
@@ -126,7 +131,8 @@ static void forget(struct smcrd_shm_broker *b, size_t i)
 	struct smcrd_shm_offer *o = &b->offers[i];
 
 	close(o->memfd);
-	close(o->efd);
+	close(o->wake_rx);
+	close(o->wake_tx);
 	close(o->statefd);
 	b->attached -= o->attached;
 	b->offers[i] = b->offers[--b->n];
@@ -247,23 +253,30 @@ static int check_memfd(int memfd, uint64_t least, uint64_t most, uint64_t *bytes
 }
 
 /*
- * Whether efd is an eventfd (why the peer's writes must go to nothing else:
- * at the top).  The link is the kernel's name for the file, not one a
- * process chooses: a path in a file system begins with '/', and of the
- * anonymous files only eventfd()'s is named so.  Nor does readlink ask any
- * file system (check_memfd says why that matters).
+ * Whether fd is an end of a wake-up channel (why the peer's sends must go
+ * to nothing else: at the top): a unix stream socket connected to one
+ * without a name.  Its address family, type and peer's name are the
+ * kernel's, not the sender's to choose, and none is asked of a file system.
  */
-static int check_eventfd(int efd, char *why, size_t size)
+static bool is_channel_end(int fd)
 {
-	char path[64], link[sizeof(EVENTFD_LINK)];
+	struct sockaddr_un peer;
+	socklen_t len = sizeof(peer);
+	int domain = 0, type = 0;
+	socklen_t dlen = sizeof(domain), tlen = sizeof(type);
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", efd);
-	ssize_t n = readlink(path, link, sizeof(link));
-	if (n != (ssize_t)strlen(EVENTFD_LINK) || memcmp(link, EVENTFD_LINK, (size_t)n)) {
-		snprintf(why, size, "the wake-up descriptor is not an eventfd");
-		return -EINVAL;
-	}
-	return 0;
+	return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) == 0 && domain == AF_UNIX &&
+	       getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) == 0 && type == SOCK_STREAM &&
+	       getpeername(fd, (struct sockaddr *)&peer, &len) == 0 &&
+	       len == sizeof(sa_family_t);
+}
+
+static int check_channel(const int fds[2], char *why, size_t size)
+{
+	if (is_channel_end(fds[0]) && is_channel_end(fds[1]))
+		return 0;
+	snprintf(why, size, "the wake-up channel is not a pair of unix stream sockets");
+	return -EINVAL;
 }
 
 int smcrd_shm_check(struct smcrd_shm_offer *o, const int fds[SMCRD_SHM_OFFER_FDS],
@@ -271,12 +284,13 @@ int smcrd_shm_check(struct smcrd_shm_offer *o, const int fds[SMCRD_SHM_OFFER_FDS
 {
 	uint64_t state_bytes;
 
-	*o = (struct smcrd_shm_offer){ .bytes = bytes, .memfd = -1, .efd = -1, .statefd = -1 };
+	*o = (struct smcrd_shm_offer){ .bytes = bytes, .memfd = -1, .wake_rx = -1, .wake_tx = -1,
+				       .statefd = -1 };
 	int rc = check_memfd(fds[1], bytes, bytes, &o->bytes, why, size);
 	if (!rc)
-		rc = check_eventfd(fds[2], why, size);
+		rc = check_channel(fds + 2, why, size);
 	if (!rc)
-		rc = check_memfd(fds[3], 1, STATE_MAX_BYTES, &state_bytes, why, size);
+		rc = check_memfd(fds[4], 1, STATE_MAX_BYTES, &state_bytes, why, size);
 	return rc ? rc : read_conn(fds[0], &o->conn, why, size);
 }
 
@@ -339,8 +353,9 @@ int smcrd_shm_add(struct smcrd_shm_broker *b, const struct smcrd_shm_offer *o,
 	slot->token = *token;
 	slot->owner = owner;
 	slot->memfd = copies[0];
-	slot->efd = copies[1];
-	slot->statefd = copies[2];
+	slot->wake_rx = copies[1];
+	slot->wake_tx = copies[2];
+	slot->statefd = copies[3];
 	return 0;
 }
 
@@ -376,7 +391,7 @@ int smcrd_shm_attach(struct smcrd_shm_broker *b, uint64_t *token, int sock, int 
 
 	if (!read_conn(sock, &c, why, sizeof(why)))
 		o = *token ? find(b, *token) : find_by_conn(b, &c, is_peer);
-	if (!o || !is_peer(o, &c) || dup_fds((const int[]){ o->memfd, o->efd }, 2, fds))
+	if (!o || !is_peer(o, &c) || dup_fds((const int[]){ o->memfd, o->wake_tx }, 2, fds))
 		return -EACCES;
 	*token = o->token;
 	b->attached += !o->attached;
@@ -412,11 +427,12 @@ int smcrd_shm_resume(struct smcrd_shm_broker *b, int sock, uint64_t asker, uint6
 		return -ENOENT;
 	own = find_by_conn(b, &c, is_self);
 	peer = find_by_conn(b, &c, is_peer);
-	if (!own || dup_fds((const int[]){ own->statefd, own->memfd, own->efd }, 3, fds))
+	if (!own || dup_fds((const int[]){ own->statefd, own->memfd, own->wake_rx, own->wake_tx },
+			    4, fds))
 		return -ENOENT;
-	*nfds = 3;
-	if (peer && dup_fds((const int[]){ peer->memfd, peer->efd }, 2, fds + 3) == 0)
-		*nfds = 5;
+	*nfds = 4;
+	if (peer && dup_fds((const int[]){ peer->memfd, peer->wake_tx }, 2, fds + 4) == 0)
+		*nfds = SMCRD_SHM_RESUME_FDS;
 	*token = own->token;
 	*adopted = own->owner ? 0 : own->bytes;
 	if (!own->owner)

@@ -4,7 +4,8 @@
  * SMCR_CONTROL_OFFER, _ATTACH and _WITHDRAW in common/control_proto.h).
  *
  * An offer is a sealed memfd that one end puts up for the other end of its
- * connection, with the eventfd by which that other end wakes the owner and
+ * connection, with the wake-up channel whose tx that other end wakes the
+ * owner by, and
  * the end's connection state (RESUME hands all back to a process holding
  * that end's socket); the broker keeps them until the owner (or a process
  * holding the socket) withdraws the offer, or the owner goes.  Memory grants are not kept
@@ -41,7 +42,7 @@ struct smcrd_shm_offer {
 	uint64_t bytes;                 /* the memfd's size, charged to the owner */
 	struct smcrd_shm_conn conn;     /* the offering socket */
 	int memfd;
-	int efd;                        /* the owner's eventfd */
+	int wake_rx, wake_tx;           /* the owner's wake-up channel */
 	int statefd;                    /* the owner's connection state */
 	bool attached;                  /* the peer has attached */
 	bool suspect;                   /* a holder left while its socket was still open */
@@ -57,10 +58,10 @@ struct smcrd_shm_broker {
 	uint64_t netns;                 /* ours: sockets of other namespaces are not seen */
 };
 
-/* OFFER's descriptors: the TCP socket, the memfd, the eventfd, the state memfd. */
-#define SMCRD_SHM_OFFER_FDS 4
-/* RESUME's: state, memfd, eventfd, and the other end's memfd and eventfd. */
-#define SMCRD_SHM_RESUME_FDS 5
+/* OFFER's descriptors: the TCP socket, the memfd, the channel (rx, tx), the state memfd. */
+#define SMCRD_SHM_OFFER_FDS 5
+/* RESUME's: state, memfd, channel (rx, tx), and the other end's memfd and tx. */
+#define SMCRD_SHM_RESUME_FDS 6
 
 void smcrd_shm_broker_init(struct smcrd_shm_broker *b);
 
@@ -70,7 +71,8 @@ void smcrd_shm_broker_close(struct smcrd_shm_broker *b);
 /*
  * Checks an offer of bytes, fds as OFFER carries them: a connected TCP
  * socket, a read-write memfd of exactly bytes (whole pages) sealed so that
- * its size is fixed for good, an eventfd, and a state memfd sealed alike (a
+ * its size is fixed for good, a wake-up channel (rx, tx: unix stream
+ * sockets connected to unnamed ones), and a state memfd sealed alike (a
  * few pages).  Fills *o (descriptors not taken yet).  0, or a negative
  * errno with why filled.
  */
@@ -78,14 +80,14 @@ int smcrd_shm_check(struct smcrd_shm_offer *o, const int fds[SMCRD_SHM_OFFER_FDS
 		    uint64_t bytes, char *why, size_t size);
 
 /*
- * Records a checked offer for owner, keeping copies of its memfd, eventfd
+ * Records a checked offer for owner, keeping copies of its memfd, channel
  * and state; its token in *token.  0, -EMFILE (too many offers) or -ENOMEM.
  */
 int smcrd_shm_add(struct smcrd_shm_broker *b, const struct smcrd_shm_offer *o,
 		  const int fds[SMCRD_SHM_OFFER_FDS], uint64_t owner, uint64_t *token);
 
 /*
- * Copies of the memfd and the eventfd of offer *token (0: the one made on
+ * Copies of the memfd and the channel's tx of offer *token (0: the one made on
  * the other end of sock's connection, whose token goes into *token) into
  * fds[] (the caller's to close) if sock is the other end of the offering
  * connection.  -EACCES otherwise, whatever the reason (see shm_broker.c).
@@ -93,9 +95,9 @@ int smcrd_shm_add(struct smcrd_shm_broker *b, const struct smcrd_shm_offer *o,
 int smcrd_shm_attach(struct smcrd_shm_broker *b, uint64_t *token, int sock, int fds[2]);
 
 /*
- * Copies of the state, memfd and eventfd offered on sock itself, then of the
- * memfd and eventfd offered on its other end if there is one, into fds[]
- * (*nfds: 3 or 5, the caller's to close); asker now holds the offer too,
+ * Copies of the state, memfd and channel (rx, tx) offered on sock itself,
+ * then of the memfd and tx offered on its other end if there is one, into
+ * fds[] (*nfds: 4 or 6, the caller's to close); asker now holds the offer too,
  * and owns it if nobody did (*adopted: its bytes, to charge; else 0); its
  * token in *token.  -ENOENT if nothing was offered on sock.
  */

@@ -5,7 +5,7 @@
  * descriptors close-on-exec.
  *
  * libsmcr's own descriptors (smcrd's socket and maps, a connection's
- * eventfd) live in the process beside the application's.  They are moved
+ * wake-up channel) live in the process beside the application's.  They are moved
  * out of the application's way by one rule, smcr_sys_fd_aside: programs
  * that dup2() onto a number they expect free, or pick the lowest free
  * number, keep getting what they would get without libsmcr.  And they are
@@ -91,8 +91,39 @@ void smcr_sys_closefrom(int lowfd);
 /* A new memfd of bytes, close-on-exec, sealed so that its size can never change. */
 int smcr_sys_memfd_sealed(uint64_t bytes);
 
-/* A new eventfd, non-blocking and close-on-exec. */
+/* A new eventfd, non-blocking and close-on-exec: for wake-ups within this process. */
 int smcr_sys_eventfd(void);
+
+/*
+ * Wake-up channels, for wake-ups that another process sends: rx becomes
+ * readable when anyone writes tx.  Its owner keeps rx and
+ * hands tx to the peer; another process's descriptors share their file
+ * flags with ours, so a peer may make them blocking, and these calls never
+ * depend on those flags: a channel is a connected pair of unix stream
+ * sockets (an eventfd or a pipe could be made to block the writer, and a
+ * pipe to raise SIGPIPE in it; a datagram socket could be disconnected by
+ * the peer under the owner's own wake-ups).
+ *
+ * smcr_sys_wake_channel: a new channel, close-on-exec, into *ch; 0 or a
+ * negative errno.  smcr_sys_wake_send: makes tx's rx readable; it never
+ * blocks nor raises SIGPIPE, and a full channel is as readable as any.
+ * smcr_sys_wake_drain: reads rx empty, or a bounded part of what a peer
+ * flooding it sent (it stays readable: a spurious wake-up); false if a
+ * writer shut the channel, which will never again be empty: whoever holds
+ * tx broke it on purpose.  In a process whose seccomp filter forbids the
+ * socket calls (a sandbox that allows read and write only), both fall
+ * back to write and read, and a hostile peer can then block them.
+ */
+struct smcr_wake_channel {
+	int rx, tx;
+};
+
+/* No channel: for a transport whose wake-ups are its own. */
+#define SMCR_NO_WAKE_CHANNEL ((struct smcr_wake_channel){ .rx = -1, .tx = -1 })
+
+int smcr_sys_wake_channel(struct smcr_wake_channel *ch);
+void smcr_sys_wake_send(int tx);
+bool smcr_sys_wake_drain(int rx);
 
 /*
  * ppoll() for the waits libsmcr makes, its own and those it makes for the

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -16,12 +15,12 @@
 #include "real.h"
 #include "shm_broker_client.h"
 
-int smcr_shm_offer(int sock, int memfd, uint64_t bytes, int efd, int state, uint64_t *token,
-		   uint32_t *transports)
+int smcr_shm_offer(int sock, int memfd, uint64_t bytes, struct smcr_wake_channel wake,
+		   int state, uint64_t *token, uint32_t *transports)
 {
 	struct smcr_control_msg m = { .type = SMCR_CONTROL_OFFER, .bytes = bytes };
-	const int out[4] = { sock, memfd, efd, state };
-	int rc = smcr_control_request(&m, out, 4, NULL, 0);
+	const int out[5] = { sock, memfd, wake.rx, wake.tx, state };
+	int rc = smcr_control_request(&m, out, 5, NULL, 0);
 
 	if (rc)
 		return rc;
@@ -62,25 +61,25 @@ static int ask_with_socket(struct smcr_control_msg *m, int sock, int *in, int le
 	return rc;
 }
 
-int smcr_shm_attach(int sock, uint64_t token, int *memfd, int *efd)
+int smcr_shm_attach(int sock, uint64_t token, int *memfd, int *tx)
 {
 	struct smcr_control_msg m = { .type = SMCR_CONTROL_ATTACH, .token = token };
 	int in[2] = { -1, -1 }, n;
 	int rc = ask_with_socket(&m, sock, in, 2, 2, &n);
 
 	*memfd = rc ? -1 : in[0];
-	*efd = rc ? -1 : in[1];
+	*tx = rc ? -1 : in[1];
 	return rc;
 }
 
-int smcr_shm_resume(int sock, uint64_t *token, int fds[5], int *nfds)
+int smcr_shm_resume(int sock, uint64_t *token, int fds[SMCR_SHM_RESUMED_BOTH], int *nfds)
 {
 	struct smcr_control_msg m = { .type = SMCR_CONTROL_RESUME };
 	int rc;
 
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < SMCR_SHM_RESUMED_BOTH; i++)
 		fds[i] = -1;
-	rc = ask_with_socket(&m, sock, fds, 3, 5, nfds);
+	rc = ask_with_socket(&m, sock, fds, SMCR_SHM_RESUMED_OWN, SMCR_SHM_RESUMED_BOTH, nfds);
 	*token = m.token;
 	return rc;
 }

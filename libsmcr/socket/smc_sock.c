@@ -429,7 +429,7 @@ bool smcr_sock_arm(struct smcr_sock *sk, uint32_t since, bool signalled)
 
 int smcr_sock_wake_fd(struct smcr_sock *sk)
 {
-	return sk->conn.ops->wake_fd(&sk->conn);
+	return sk->conn.ops->wake_channel(&sk->conn).rx;
 }
 
 void smcr_sock_tcp_ended(struct smcr_sock *sk)

@@ -46,7 +46,7 @@ struct smcr_sock {
 	_Atomic bool attached;          /* conn has the peer's buffer (read unlocked) */
 	bool lost;                      /* the view cannot be had: the connection is gone here */
 	bool first_contact;             /* RDMA server: the connection made its link */
-	int reached_fd, reached_wake_fd; /* server: the client's buffer, got before our
+	int reached_fd, reached_wake_tx; /* server: the client's buffer, got before our
 					    Accept (setup_reach); -1: none */
 	struct smc_conn conn;
 	struct smcr_sock *prev, *next;  /* every connection of the process */

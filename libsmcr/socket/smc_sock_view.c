@@ -149,21 +149,38 @@ static enum smcr_reason reason_of(int rc)
 	       SMCR_REASON_NOSMCDEV : SMCR_REASON_INTERR;
 }
 
+/* A new wake-up channel, both ends aside (sys.h); 0 or a negative errno. */
+static int wake_channel(struct smcr_wake_channel *ch)
+{
+	int rc = smcr_sys_wake_channel(ch);
+
+	if (!rc) {
+		ch->rx = smcr_sys_fd_aside(ch->rx);
+		ch->tx = smcr_sys_fd_aside(ch->tx);
+	}
+	return rc;
+}
+
+static void close_channel(struct smcr_wake_channel ch)
+{
+	smcr_sys_close(ch.rx);
+	smcr_sys_close(ch.tx);
+}
+
 /* Our buffer for fd's connection, with the state memfd, on offer; the reason if not. */
 static enum smcr_reason offer(struct smcr_sock *sk, int fd, int state_fd)
 {
 	uint64_t bytes = smc_shm_region_size(RMB_SIZE_CLASS);
-	int memfd = smcr_sys_memfd_sealed(bytes), efd = smcr_sys_fd_aside(smcr_sys_eventfd()), rc;
+	struct smcr_wake_channel ch = SMCR_NO_WAKE_CHANNEL;
+	int memfd = smcr_sys_memfd_sealed(bytes), rc = memfd < 0 ? memfd : wake_channel(&ch);
 
-	if (memfd < 0 || efd < 0) {
-		rc = memfd < 0 ? memfd : efd;
-		goto fail;
-	}
-	rc = sk->conn.ops->create_rmb(&sk->conn, RMB_SIZE_CLASS, memfd, efd);
 	if (rc)
 		goto fail;
-	efd = -1;       /* the transport's now */
-	rc = smcr_shm_offer(fd, memfd, bytes, sk->conn.ops->wake_fd(&sk->conn), state_fd,
+	rc = sk->conn.ops->create_rmb(&sk->conn, RMB_SIZE_CLASS, memfd, ch);
+	if (rc)
+		goto fail;
+	/* the transport's now, kept where it keeps them */
+	rc = smcr_shm_offer(fd, memfd, bytes, sk->conn.ops->wake_channel(&sk->conn), state_fd,
 			    &sk->sh->token, &sk->sh->transports);
 	REAL(close)(memfd);
 	if (rc) {
@@ -176,42 +193,42 @@ static enum smcr_reason offer(struct smcr_sock *sk, int fd, int state_fd)
 fail:
 	if (memfd >= 0)
 		REAL(close)(memfd);
-	smcr_sys_close(efd);
+	close_channel(ch);
 	smcr_log(SMCR_LOG_WARN, "fd %d: no buffer for SMC: %s", fd, strerror(-rc));
 	return reason_of(rc);
 }
 
 /*
  * The peer's buffer into our view, as its Accept or Confirm describes it:
- * with its memfd and eventfd for shared memory, -1 and -1 for a transport
- * that needs none.
+ * with its memfd and its wake-up channel's tx for shared memory, -1 and -1
+ * for a transport that needs none.
  */
 static int attach_peer(struct smcr_sock *sk, const struct smc_clc_accept_confirm *peer,
-		       int memfd, int efd)
+		       int memfd, int tx)
 {
 	int rc;
 
-	efd = smcr_sys_fd_aside(efd);
-	rc = sk->conn.ops->attach_peer(&sk->conn, peer, memfd, efd);
+	tx = smcr_sys_fd_aside(tx);
+	rc = sk->conn.ops->attach_peer(&sk->conn, peer, memfd, tx);
 	if (memfd >= 0)
 		smcr_sys_close(memfd);
 	if (rc)
-		smcr_sys_close(efd);
+		smcr_sys_close(tx);
 	sk->attached = rc == 0;
 	return rc;
 }
 
 /*
  * The client's buffer that the server got before its Accept (setup_reach),
- * into *fd and *wake_fd, which are the caller's from now on; false if none.
+ * into *fd and *wake_tx, which are the caller's from now on; false if none.
  */
-static bool take_reached(struct smcr_sock *sk, int *fd, int *wake_fd)
+static bool take_reached(struct smcr_sock *sk, int *fd, int *wake_tx)
 {
 	if (sk->reached_fd < 0)
 		return false;
 	*fd = sk->reached_fd;
-	*wake_fd = sk->reached_wake_fd;
-	sk->reached_fd = sk->reached_wake_fd = -1;
+	*wake_tx = sk->reached_wake_tx;
+	sk->reached_fd = sk->reached_wake_tx = -1;
 	return true;
 }
 
@@ -317,7 +334,7 @@ static enum smcr_reason move_to(struct smcr_sock *sk, const struct smc_transport
 	sk->conn.ops->release(&sk->conn);
 	sk->conn.ops = t;
 	sk->sh->transport = t->id;
-	rc = t->create_rmb(&sk->conn, RMB_SIZE_CLASS, -1, -1);
+	rc = t->create_rmb(&sk->conn, RMB_SIZE_CLASS, -1, SMCR_NO_WAKE_CHANNEL);
 	if (!rc && t->setup.staging && (rc = smcr_control_grant(STAGING_BYTES)) != 0)
 		t->release(&sk->conn);	/* nothing granted to give back */
 	if (!rc && peer && t->setup.join_peer)
@@ -354,14 +371,14 @@ static enum smcr_reason setup_attach(void *ctx, const struct smc_clc_accept_conf
 {
 	struct smcr_sock *sk = ctx;
 	const struct smc_transport_ops *t = sk->conn.ops;
-	int fd = -1, wake_fd = -1, rc = 0;
+	int fd = -1, wake_tx = -1, rc = 0;
 
 	if (peer->smc_type != t->setup.clc_type)
 		return SMCR_REASON_SYNCERR;
-	if (!take_reached(sk, &fd, &wake_fd) && t->setup.peer_fds)
-		rc = t->setup.peer_fds(sk->conn.sock, peer, &fd, &wake_fd);
+	if (!take_reached(sk, &fd, &wake_tx) && t->setup.peer_fds)
+		rc = t->setup.peer_fds(sk->conn.sock, peer, &fd, &wake_tx);
 	if (!rc)
-		rc = attach_peer(sk, peer, fd, wake_fd);
+		rc = attach_peer(sk, peer, fd, wake_tx);
 	if (rc) {
 		smcr_log(SMCR_LOG_WARN, "fd %d: cannot use the peer's %s buffer: %s",
 			 sk->conn.sock, t->name, strerror(-rc));
@@ -375,20 +392,20 @@ static enum smcr_reason setup_attach(void *ctx, const struct smc_clc_accept_conf
 static void drop_reached(struct smcr_sock *sk)
 {
 	smcr_sys_close(sk->reached_fd);
-	smcr_sys_close(sk->reached_wake_fd);
-	sk->reached_fd = sk->reached_wake_fd = -1;
+	smcr_sys_close(sk->reached_wake_tx);
+	sk->reached_fd = sk->reached_wake_tx = -1;
 }
 
 static enum smcr_reason setup_reach(void *ctx)
 {
 	struct smcr_sock *sk = ctx;
 	const struct smc_transport_ops *t = sk->conn.ops;
-	int fd = -1, wake_fd = -1, rc;
+	int fd = -1, wake_tx = -1, rc;
 
 	if (!t->setup.peer_fds)
 		return SMCR_REASON_NONE;
 	drop_reached(sk);
-	rc = t->setup.peer_fds(sk->conn.sock, NULL, &fd, &wake_fd);
+	rc = t->setup.peer_fds(sk->conn.sock, NULL, &fd, &wake_tx);
 	if (rc) {
 		smcr_log(SMCR_LOG_DEBUG, "fd %d: cannot reach the client's %s buffer: %s",
 			 sk->conn.sock, t->name, strerror(-rc));
@@ -400,7 +417,7 @@ static enum smcr_reason setup_reach(void *ctx)
 		return rc == -EPROTO || rc == -EMFILE ? SMCR_REASON_CONFINED : SMCR_REASON_NONE;
 	}
 	sk->reached_fd = smcr_sys_fd_aside(fd);
-	sk->reached_wake_fd = smcr_sys_fd_aside(wake_fd);
+	sk->reached_wake_tx = smcr_sys_fd_aside(wake_tx);
 	return SMCR_REASON_NONE;
 }
 
@@ -447,7 +464,7 @@ static struct smcr_sock *view_new(int state_fd, bool fresh)
 		return NULL;
 	}
 	sk->sh = sh;
-	sk->reached_fd = sk->reached_wake_fd = -1;
+	sk->reached_fd = sk->reached_wake_tx = -1;
 	/* a new connection's buffer is offered on shared memory; the page is another's to write */
 	const struct smc_transport_ops *t = smc_transport(fresh ? SMCR_TRANSPORT_SHM :
 							  sk->sh->transport);
@@ -498,25 +515,42 @@ static struct smc_clc_accept_confirm peer_described(const struct smcr_sock *sk)
 	};
 }
 
+/* Copies of a resumed channel for our view, aside; 0 or a negative errno and none. */
+static int channel_copy(const int *fds, struct smcr_wake_channel *ch)
+{
+	*ch = (struct smcr_wake_channel){ .rx = smcr_sys_fd_aside(REAL(fcntl)(fds[0], F_DUPFD_CLOEXEC, 0)),
+					  .tx = smcr_sys_fd_aside(REAL(fcntl)(fds[1], F_DUPFD_CLOEXEC, 0)) };
+	if (ch->rx >= 0 && ch->tx >= 0)
+		return 0;
+	close_channel(*ch);
+	*ch = SMCR_NO_WAKE_CHANNEL;
+	return -EMFILE;
+}
+
+/* fds as smcr_shm_resume gives them: state, memfd, channel, the peer's memfd and tx. */
 static int view_transport(struct smcr_sock *sk, int fd, const int *fds, int n)
 {
 	struct smc_clc_accept_confirm peer = peer_described(sk);
-	int efd = smcr_sys_fd_aside(REAL(dup)(fds[2])), rc;
+	struct smcr_wake_channel ch;
+	int rc = channel_copy(fds + 2, &ch);
 
 	if (sk->conn.priv)
 		release_view(sk);
 	sk->attached = false;
-	rc = efd < 0 ? -errno : sk->conn.ops->map_rmb(&sk->conn, fds[1], efd);
+	if (!rc)
+		rc = sk->conn.ops->map_rmb(&sk->conn, fds[1], ch);
 	if (rc)
-		smcr_sys_close(efd);
+		close_channel(ch);
 	if (!rc && phase_of(sk) == SMCR_SOCK_SMC)
-		rc = n == 5 ? attach_peer(sk, &peer, REAL(dup)(fds[3]), REAL(dup)(fds[4])) : -ENOENT;
+		rc = n == SMCR_SHM_RESUMED_BOTH ?
+		     attach_peer(sk, &peer, REAL(fcntl)(fds[4], F_DUPFD_CLOEXEC, 0),
+				 REAL(fcntl)(fds[5], F_DUPFD_CLOEXEC, 0)) : -ENOENT;
 	sk->conn.sock = fd;
 	return rc;
 }
 
 /* RESUME for fd: 0 and fds[0..*n), or a negative errno. */
-static int resume(int fd, uint64_t *token, int fds[5], int *n)
+static int resume(int fd, uint64_t *token, int fds[SMCR_SHM_RESUMED_BOTH], int *n)
 {
 	int rc = smcr_shm_resume(fd, token, fds, n);
 
@@ -541,11 +575,11 @@ static void close_all(int *fds, int n)
 static int attach_reached(struct smcr_sock *sk)
 {
 	struct smc_clc_accept_confirm peer = peer_described(sk);
-	int fd, wake_fd;
+	int fd, wake_tx;
 
-	if (!take_reached(sk, &fd, &wake_fd))
+	if (!take_reached(sk, &fd, &wake_tx))
 		return -ENOENT;
-	return attach_peer(sk, &peer, fd, wake_fd);
+	return attach_peer(sk, &peer, fd, wake_tx);
 }
 
 /*
@@ -556,7 +590,7 @@ static int attach_reached(struct smcr_sock *sk)
 static bool view_complete(struct smcr_sock *sk, int fd)
 {
 	uint64_t token;
-	int fds[5], n;
+	int fds[SMCR_SHM_RESUMED_BOTH], n;
 
 	if (sk->attached || sk->lost)
 		return sk->attached;
@@ -599,7 +633,7 @@ void smcr_sock_adopt(int fd, bool active)
 {
 	struct smcr_sock *sk = NULL;
 	uint64_t token;
-	int fds[5], n;
+	int fds[SMCR_SHM_RESUMED_BOTH], n;
 
 	if (resume(fd, &token, fds, &n))
 		return;         /* not on shared memory: plain TCP */

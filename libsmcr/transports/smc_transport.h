@@ -27,6 +27,7 @@
 #include "smc_cursor.h"
 #include "spin.h"
 #include "stats.h"
+#include "sys.h"
 
 /*
  * RMB sizes: 1 << (class + 14) bytes, the 4-bit compressed size of the CLC
@@ -69,7 +70,7 @@ struct smc_conn;
  * shared-memory transport, offered through smcrd's broker, which keeps the
  * connection's state with it; a connection that the exchange puts on
  * another transport moves its buffer there (prepare: release, then
- * create_rmb with memfd = wake_fd = -1).
+ * create_rmb with memfd = -1 and SMCR_NO_WAKE_CHANNEL).
  */
 struct smc_transport_setup {
 	enum smc_type clc_type;		/* SMC_TYPE_D or SMC_TYPE_R: how a Proposal offers it */
@@ -96,12 +97,13 @@ struct smc_transport_setup {
 			struct smc_clc_accept_confirm *ours);
 	/*
 	 * The descriptors attach_peer takes for the peer's Accept or Confirm,
-	 * from smcrd's broker on the TCP connection sock; peer NULL: those
-	 * the other end offered, whatever its token (the server, before its
-	 * Accept).  NULL: -1, -1.
+	 * from smcrd's broker on the TCP connection sock: its buffer and the
+	 * tx end of its wake-up channel; peer NULL: those the other end
+	 * offered, whatever its token (the server, before its Accept).  NULL:
+	 * -1, -1.
 	 */
 	int (*peer_fds)(int sock, const struct smc_clc_accept_confirm *peer, int *fd,
-			int *wake_fd);
+			int *wake_tx);
 	/* The token the peer put in its Accept or Confirm, for our CDCs. */
 	uint32_t (*peer_token)(const struct smc_clc_accept_confirm *peer);
 };
@@ -130,29 +132,30 @@ struct smc_transport_ops {
 	 * Sets up our RMB of smc_rmb_size(size_class) bytes in the memory of
 	 * memfd (granted by smcrd; the transport says how many bytes it needs)
 	 * and fills in conn->rmb, conn->rmb_size (and st's), and conn->priv.  The memfd is
-	 * not kept: the caller closes it when it likes.  wake_fd (shared
-	 * memory: an eventfd the peer writes to wake us; -1 for a transport
+	 * not kept: the caller closes it when it likes.  wake (shared
+	 * memory: our wake-up channel, sys.h; SMCR_NO_WAKE_CHANNEL for a transport
 	 * with its own) is kept from success on, and closed by release.
 	 */
 	int (*create_rmb)(struct smc_conn *conn, unsigned int size_class, int memfd,
-			  int wake_fd);
+			  struct smcr_wake_channel wake);
 
 	/*
 	 * The same RMB as create_rmb set it up, maybe in another process (the
 	 * connection changed hands: smc_sock_view.c): mapped again, checked, not
-	 * touched.  Fills in conn->rmb and conn->priv; wake_fd as create_rmb.
+	 * touched.  Fills in conn->rmb and conn->priv; wake as create_rmb.
 	 */
-	int (*map_rmb)(struct smc_conn *conn, int memfd, int wake_fd);
+	int (*map_rmb)(struct smc_conn *conn, int memfd, struct smcr_wake_channel wake);
 
 	/*
 	 * Attaches the peer's RMB as its Accept or Confirm described it
 	 * (peer_fd: for shared memory, the memfd behind the peer's token,
-	 * from smcrd's broker, and peer_wake_fd its eventfd; -1 for a
-	 * transport that needs none) and fills in conn->peer_rmb_size (and st's).  After
-	 * create_rmb.  peer_wake_fd is kept from success on, as wake_fd.
+	 * from smcrd's broker, and peer_wake_tx the tx end of its wake-up
+	 * channel; -1 for a transport that needs none) and fills in
+	 * conn->peer_rmb_size (and st's).  After create_rmb.  peer_wake_tx is
+	 * kept from success on, as create_rmb's wake.
 	 */
 	int (*attach_peer)(struct smc_conn *conn, const struct smc_clc_accept_confirm *peer,
-			   int peer_fd, int peer_wake_fd);
+			   int peer_fd, int peer_wake_tx);
 
 	/*
 	 * Copies len bytes from src into the peer's RMB at offset off, one
@@ -203,13 +206,15 @@ struct smc_transport_ops {
 	int (*wait)(struct smc_conn *conn, uint32_t since, int timeout_ms);
 
 	/*
-	 * For a caller that sleeps elsewhere (poll, epoll): the descriptor
-	 * that becomes readable when events() moves, once armed.
+	 * For a caller that sleeps elsewhere (poll, epoll): rx, the
+	 * descriptor that becomes readable when events() moves, once armed;
+	 * and tx, the end of that channel that the peer is given (shared
+	 * memory), or -1 (a transport whose wake-ups are its own).
 	 */
-	int (*wake_fd)(struct smc_conn *conn);
+	struct smcr_wake_channel (*wake_channel)(struct smc_conn *conn);
 
 	/*
-	 * Arms wake_fd, first consuming what made it readable (signalled: the
+	 * Arms the channel's rx, first consuming what made it readable (signalled: the
 	 * caller saw it readable): false if events() already moved from
 	 * since, and the caller must not sleep.  Without the lock, like wait.
 	 */

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -127,8 +126,14 @@ static void stream_client(struct end *e, uint64_t bytes, const char *name)
 	       bytes / s / 1e9, (unsigned long long)(bytes >> 20), s);
 }
 
+/* One end's buffer and wake-up channel. */
+struct end_fds {
+	int memfd;
+	struct smcr_wake_channel wake;
+};
+
 /* The ring's two ends, set up in each process as after a CLC exchange. */
-static void ring_end(struct end *e, int sync, const int own[2], const int peer[2],
+static void ring_end(struct end *e, int sync, const struct end_fds *own, const struct end_fds *peer,
 		     unsigned int size_class, uint32_t token, uint32_t peer_token)
 {
 	struct smc_clc_accept_confirm desc = {
@@ -140,11 +145,13 @@ static void ring_end(struct end *e, int sync, const int own[2], const int peer[2
 	e->conn = malloc(sizeof(*e->conn));
 	e->state = malloc(sizeof(*e->state));
 	if (!e->conn || !e->state || smc_conn_init(e->conn, &smc_shm_ops, e->state, true) ||
-	    e->conn->ops->create_rmb(e->conn, size_class, own[0], dup(own[1])))
+	    e->conn->ops->create_rmb(e->conn, size_class, own->memfd,
+				     (struct smcr_wake_channel){ .rx = dup(own->wake.rx),
+								 .tx = dup(own->wake.tx) }))
 		die("create_rmb");
 	if (write(sync, &c, 1) != 1 || read(sync, &c, 1) != 1)
 		die("sync");
-	if (e->conn->ops->attach_peer(e->conn, &desc, peer[0], dup(peer[1])))
+	if (e->conn->ops->attach_peer(e->conn, &desc, peer->memfd, dup(peer->wake.tx)))
 		die("attach_peer");
 	e->conn->st->token = token;
 	e->conn->st->peer_token = peer_token;
@@ -175,16 +182,15 @@ static void run(bool ring, unsigned int size_class, long rounds, uint64_t bytes)
 {
 	const char *name = ring ? "ring" : "tcp";
 	struct end e = { .fd = -1 };
-	int end0[2] = { -1, -1 }, end1[2] = { -1, -1 };	/* memfd, eventfd */
+	struct end_fds end0 = { -1, SMCR_NO_WAKE_CHANNEL }, end1 = end0;
 	int sync[2], tcp[2] = { -1, -1 };
 	pid_t pid;
 
 	if (ring) {
-		end0[0] = smcr_sys_memfd_sealed(smc_shm_region_size(size_class));
-		end1[0] = smcr_sys_memfd_sealed(smc_shm_region_size(size_class));
-		end0[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		end1[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (end0[0] < 0 || end1[0] < 0 || end0[1] < 0 || end1[1] < 0)
+		end0.memfd = smcr_sys_memfd_sealed(smc_shm_region_size(size_class));
+		end1.memfd = smcr_sys_memfd_sealed(smc_shm_region_size(size_class));
+		if (end0.memfd < 0 || end1.memfd < 0 || smcr_sys_wake_channel(&end0.wake) ||
+		    smcr_sys_wake_channel(&end1.wake))
 			die("smcr_sys_memfd_sealed");
 	} else {
 		tcp_pair(tcp);
@@ -196,7 +202,7 @@ static void run(bool ring, unsigned int size_class, long rounds, uint64_t bytes)
 		die("fork");
 	if (pid == 0) {
 		if (ring)
-			ring_end(&e, sync[1], end1, end0, size_class, 2, 1);
+			ring_end(&e, sync[1], &end1, &end0, size_class, 2, 1);
 		else
 			e.fd = tcp[1];
 		pingpong_server(&e, rounds);
@@ -204,7 +210,7 @@ static void run(bool ring, unsigned int size_class, long rounds, uint64_t bytes)
 		_exit(0);
 	}
 	if (ring)
-		ring_end(&e, sync[0], end0, end1, size_class, 1, 2);
+		ring_end(&e, sync[0], &end0, &end1, size_class, 1, 2);
 	else
 		e.fd = tcp[0];
 	pingpong_client(&e, rounds, name);
@@ -214,9 +220,10 @@ static void run(bool ring, unsigned int size_class, long rounds, uint64_t bytes)
 		smc_conn_destroy(e.conn);
 		free(e.conn);
 		free(e.state);
-		for (int i = 0; i < 2; i++) {
-			close(end0[i]);
-			close(end1[i]);
+		for (struct end_fds *f = &end0; f; f = f == &end0 ? &end1 : NULL) {
+			close(f->memfd);
+			close(f->wake.rx);
+			close(f->wake.tx);
 		}
 	} else {
 		close(tcp[0]);

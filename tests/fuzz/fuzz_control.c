@@ -22,6 +22,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "control_request.h"
@@ -257,7 +258,7 @@ static void fds_of_type(uint16_t type, size_t *least, size_t *most)
 {
 	*least = *most = 0;
 	if (type == SMCR_CONTROL_OFFER)
-		*least = *most = 4;
+		*least = *most = 5;
 	else if (type == SMCR_CONTROL_ATTACH || type == SMCR_CONTROL_RESUME)
 		*least = *most = 1;
 	else if (type == SMCR_CONTROL_REGISTER || type == SMCR_CONTROL_WITHDRAW)
@@ -281,7 +282,8 @@ static bool is_tcp_end(enum fuzz_fd_kind kind)
 static bool offer_acceptable(const struct fuzz_control_request *req, uint64_t bytes)
 {
 	return is_tcp_end(slot_kind(req->slot[0])) && memfd_of(req->slot[1], bytes, bytes) &&
-	       slot_kind(req->slot[2]) == FUZZ_FD_EVENTFD && memfd_of(req->slot[3], 1, 65536);
+	       slot_kind(req->slot[2]) == FUZZ_FD_UNIX && slot_kind(req->slot[3]) == FUZZ_FD_UNIX &&
+	       memfd_of(req->slot[4], 1, 65536);
 }
 
 static void check_offer(struct run *run, const struct smcr_control_msg *m, const int *in,
@@ -334,20 +336,21 @@ static bool is_memfd(int fd)
 	return fcntl(fd, F_GET_SEALS) >= 0;
 }
 
-static bool is_eventfd(int fd)
+static bool is_unix_stream(int fd)
 {
-	static const char name[] = "anon_inode:[eventfd]";
-	char path[64], link[sizeof(name)];
+	int type = 0;
+	socklen_t len = sizeof(type);
+	struct sockaddr_un a;
+	socklen_t alen = sizeof(a);
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	return readlink(path, link, sizeof(link)) == (ssize_t)strlen(name) &&
-	       memcmp(link, name, strlen(name)) == 0;
+	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM &&
+	       getsockname(fd, (struct sockaddr *)&a, &alen) == 0 && a.sun_family == AF_UNIX;
 }
 
-/* A buffer as the broker hands it out: its memfd and its eventfd; closed here. */
+/* A buffer as the broker hands it out: its memfd and its channel's tx; closed here. */
 static void check_buffer(const int fds[2])
 {
-	CHECK(is_memfd(fds[0]) && is_eventfd(fds[1]));
+	CHECK(is_memfd(fds[0]) && is_unix_stream(fds[1]));
 	close_all(fds, 2);
 }
 
@@ -388,12 +391,14 @@ static void check_resume(struct run *run, const int *in, const struct fuzz_contr
 	if (rc)
 		return;
 	CHECK(adopted == 0 && offer_named(run, token) && offer_named(run, token)->end == kind);
-	CHECK(nfds == (offered_on(run, other_end(kind)) ? 5u : 3u));
-	CHECK(is_memfd(fds[0]));        /* the state, then the buffer, then the peer's */
+	CHECK(nfds == (offered_on(run, other_end(kind)) ? 6u : 4u));
+	/* the state, then the buffer and the channel's rx and tx, then the peer's buffer and tx */
+	CHECK(is_memfd(fds[0]) && is_unix_stream(fds[2]));
 	close(fds[0]);
-	check_buffer(fds + 1);
-	if (nfds == 5)
-		check_buffer(fds + 3);
+	close(fds[2]);
+	check_buffer((const int[]){ fds[1], fds[3] });
+	if (nfds == 6)
+		check_buffer(fds + 4);
 }
 
 /* Its owner ends an offer, or whoever shows the offering socket; nobody else. */

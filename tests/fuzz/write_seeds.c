@@ -79,10 +79,11 @@ static void control_lifecycle(const char *dir)
 
 	r[0] = request(SMCR_CONTROL_REGISTER, 1, 0);
 	r[0].slot[0] = SLOT(FUZZ_FD_STATS, 0);
-	r[1] = request(SMCR_CONTROL_OFFER, 4, 0);
+	r[1] = request(SMCR_CONTROL_OFFER, 5, 0);
 	r[1].bytes_pages = 1;
 	memcpy(r[1].slot, (uint8_t[]){ SLOT(FUZZ_FD_TCP_A, 0), SLOT(FUZZ_FD_MEMFD_SEALED, 1),
-					SLOT(FUZZ_FD_EVENTFD, 0), SLOT(FUZZ_FD_MEMFD_SEALED, 1) }, 4);
+					SLOT(FUZZ_FD_UNIX, 0), SLOT(FUZZ_FD_UNIX, 0),
+					SLOT(FUZZ_FD_MEMFD_SEALED, 1) }, 5);
 	r[2] = r[1];
 	r[2].bytes_pages = 2;
 	r[2].slot[0] = SLOT(FUZZ_FD_TCP_B, 0);

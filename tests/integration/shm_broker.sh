@@ -1,11 +1,12 @@
 #!/bin/bash
 # smcrd's shared-memory buffer broker (smcrd/shm_broker.c) through libsmcr's
 # client (tests/progs/shm_peer.c): the two ends of a loopback connection, in
-# two processes, offer sealed memfds with their eventfds; each sees what the
-# other writes into its buffer and reads what the other writes into its
-# eventfd; nobody else gets in (a third process, a wrong token, a process's
+# two processes, offer sealed memfds with their wake-up channels; each sees
+# what the other writes into its buffer and reads what the other sends on its
+# channel; nobody else gets in (a third process, a wrong token, a process's
 # own end, look-alike sockets: UDP, another network namespace); bad offers
-# (wake-up descriptors that are no eventfd among them) and offers beyond
+# (wake-up channels that are no unix stream socket pair among them: an
+# eventfd, a pipe, a datagram socket, one connected to a named socket) and offers beyond
 # max_memory are refused; grants come back on WITHDRAW and when the offerer
 # is SIGKILLed; requests carrying the wrong descriptors are dropped; and
 # smcrd holds no more descriptors at the end than at the start.
@@ -66,8 +67,8 @@ expect_eq "smcrd's descriptors after malformed requests" "$(fds "$base")" "$base
 SMCR_LOG=warn timeout 60 "$BIN/shm_peer" bad 2097152 > "$WORK/bad.out" 2> "$WORK/bad.err"
 expect_eq "shm_peer bad exits" "$?" 0
 report "$WORK/bad.out"
-expect_eq "the refused wake-up descriptors are logged as such" \
-	"$(grep -c 'the wake-up descriptor is not an eventfd' "$WORK/bad.err")" 4
+expect_eq "the refused wake-up channels are logged as such" \
+	"$(grep -c 'the wake-up channel is not a pair of unix stream sockets' "$WORK/bad.err")" 14
 until_true memory_is 0.0 && until_true buffers_are "0 offered, 0 attached" &&
 	pass "nothing held after the refused offers" || fail "status: $(status)"
 expect_eq "smcrd's descriptors after refused offers" "$(fds "$base")" "$base"
@@ -112,8 +113,8 @@ if wait_for "$out" "^offerer "; then
 	else
 		fail "status: $(status)"
 	fi
-	# The offerer's control connection, its memfd, its eventfd and its state.
-	expect_eq "smcrd's descriptors with one buffer waiting" "$(fds $((base + 4)))" $((base + 4))
+	# The offerer's control connection, its memfd, its channel's two ends and its state.
+	expect_eq "smcrd's descriptors with one buffer waiting" "$(fds $((base + 5)))" $((base + 5))
 	kill -9 "$offerer"
 	until_true buffers_are "0 offered, 0 attached" && until_true memory_is 0.0 &&
 		pass "SIGKILL: the offer gone, its grant returned" || fail "status: $(status)"
@@ -141,12 +142,12 @@ server, _ = listener.accept()
 memfd = os.memfd_create("buffer", os.MFD_ALLOW_SEALING)
 os.ftruncate(memfd, 65536)
 fcntl.fcntl(memfd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
-efd = os.eventfd(0, os.EFD_NONBLOCK)
+wake_rx, wake_tx = socket.socketpair()
 state = os.memfd_create("state", os.MFD_ALLOW_SEALING)
 os.ftruncate(state, 4096)
 fcntl.fcntl(state, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
 ctl.sendmsg([struct.pack(MSG, version, OFFER, 0, 65536, 0, 0, 0, 0, b"")],
-            [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [client.fileno(), memfd, efd, state]))])
+            [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [client.fileno(), memfd, wake_rx.fileno(), wake_tx.fileno(), state]))])
 result = struct.unpack(MSG, ctl.recv(512))[2]
 ctl.send(struct.pack(MSG, version, RELEASE, 0, 65536, 0, 0, 0, 0, b""))
 print("offered" if result == 0 else "refused %d" % result, flush=True)

@@ -207,7 +207,7 @@ static struct smc_conn *conn_new(int fd, unsigned int size_class)
 	c->sock = fd;
 	c->st->token = next_token++;
 	c->st->rcv_timeout_ms = c->st->snd_timeout_ms = 30000;
-	rc = c->ops->create_rmb(c, size_class, -1, -1);
+	rc = c->ops->create_rmb(c, size_class, -1, SMCR_NO_WAKE_CHANNEL);
 	if (rc)
 		die("create_rmb", -rc);
 	return c;

@@ -5,9 +5,10 @@
  *
  *   shm_peer pair ADDR BYTES  two processes at the ends of one connection
  *            (ADDR 127.0.0.1, ::1, or "mapped": an IPv6 server, IPv4 client)
- *            each offer BYTES with an eventfd and attach the other's offer;
- *            what one writes the other must see, and what one writes to the
- *            eventfd it attached the other must read from its own; a third
+ *            each offer BYTES with a wake-up channel and attach the other's
+ *            offer; what one writes the other must see, and what one sends
+ *            on the channel it attached the other must read from its own,
+ *            which no other end can read; a third
  *            process, the wrong token, a
  *            process's own end and sockets mimicking the connection (UDP,
  *            another network namespace, a forged port) must all be refused.
@@ -20,7 +21,7 @@
  *            the peer, tries to attach (it must be refused: the offer died
  *            with its owner).
  *   shm_peer bad BYTES  offers that smcrd must refuse (bad sockets, bad memfds,
- *            wake-up descriptors that are not eventfds), BYTES beyond
+ *            wake-up channels that are not unix stream socket pairs), BYTES beyond
  *            max_memory; a socket connected to itself attaching its own offer.
  *   shm_peer junk  malformed requests carrying descriptors, straight to
  *            smcrd's socket: each gets the connection closed.
@@ -37,13 +38,13 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -95,38 +96,38 @@ static void die(const char *what)
 /* The impostor's attempt: anything but EACCES is a failure. */
 static void expect_refused(int sock, uint64_t token, const char *what)
 {
-	int memfd, efd;
-	int rc = smcr_shm_attach(sock, token, &memfd, &efd);
+	int memfd, tx;
+	int rc = smcr_shm_attach(sock, token, &memfd, &tx);
 
 	if (rc == 0) {
 		close(memfd);
-		close(efd);
+		close(tx);
 	}
 	expect_rc(rc, -EACCES, what);
-	if (rc && (memfd != -1 || efd != -1))
-		check(false, "%s: a refused attach left descriptors %d %d", what, memfd, efd);
+	if (rc && (memfd != -1 || tx != -1))
+		check(false, "%s: a refused attach left descriptors %d %d", what, memfd, tx);
 }
 
 static void expect_attach(int sock, uint64_t token, const char *what)
 {
-	int memfd, efd;
-	int rc = smcr_shm_attach(sock, token, &memfd, &efd);
+	int memfd, tx;
+	int rc = smcr_shm_attach(sock, token, &memfd, &tx);
 
 	expect_rc(rc, 0, what);
 	if (rc == 0) {
 		close(memfd);
-		close(efd);
+		close(tx);
 	}
 }
 
 /*
  * RESUME on sock: token 0 expects nothing offered on it (-ENOENT), else
- * that offer, with the state, buffer and eventfd, and the other end's two.
+ * that offer, with the state, buffer and channel, and the other end's buffer and tx.
  */
 static void expect_resume(int sock, uint64_t token, const char *what)
 {
 	uint64_t got = 0;
-	int fds[5], n;
+	int fds[SMCR_SHM_RESUMED_BOTH], n;
 	int rc = smcr_shm_resume(sock, &got, fds, &n);
 
 	for (int i = 0; i < n; i++)
@@ -136,7 +137,8 @@ static void expect_resume(int sock, uint64_t token, const char *what)
 		return;
 	}
 	expect_rc(rc, 0, what);
-	check(rc || (got == token && n == 5), "%s: token and five descriptors", what);
+	check(rc || (got == token && n == SMCR_SHM_RESUMED_BOTH), "%s: token and six descriptors",
+	      what);
 }
 
 static void xsend(int fd, const void *buf, size_t n)
@@ -272,34 +274,42 @@ struct end {
 	uint64_t token, peer_token;     /* its own offer, the other end's */
 	uint8_t *rmb;                   /* its own buffer, which the peer writes */
 	uint8_t *peer_rmb;              /* the other end's buffer, attached */
-	int efd;                        /* its own eventfd, which the peer writes */
-	int peer_efd;                   /* the other end's eventfd, attached */
+	struct smcr_wake_channel wake;  /* its own channel, which the peer sends on */
+	int peer_tx;                    /* the other end's channel's tx, attached */
 };
 
-/* A new eventfd from smcr_sys_eventfd, or the test dies. */
-static int new_eventfd(void)
+/* A new channel from smcr_sys_wake_channel, or the test dies. */
+static struct smcr_wake_channel new_channel(void)
 {
-	int efd = smcr_sys_eventfd();
+	struct smcr_wake_channel ch;
+	int rc = smcr_sys_wake_channel(&ch);
 
-	if (efd < 0) {
-		errno = -efd;
-		die("smcr_sys_eventfd");
+	if (rc) {
+		errno = -rc;
+		die("smcr_sys_wake_channel");
 	}
-	return efd;
+	return ch;
+}
+
+static void close_channel(struct smcr_wake_channel ch)
+{
+	close(ch.rx);
+	close(ch.tx);
 }
 
 /* smcr_shm_offer with a fresh connection state of one page, as libsmcr leaves it. */
-static int offer_state(int sock, int memfd, uint64_t bytes, int efd, uint64_t *token)
+static int offer_state(int sock, int memfd, uint64_t bytes, struct smcr_wake_channel wake,
+		       uint64_t *token)
 {
 	int state = smcr_sys_memfd_sealed((uint64_t)sysconf(_SC_PAGESIZE));
-	int rc = state < 0 ? state : smcr_shm_offer(sock, memfd, bytes, efd, state, token, NULL);
+	int rc = state < 0 ? state : smcr_shm_offer(sock, memfd, bytes, wake, state, token, NULL);
 
 	if (state >= 0)
 		close(state);
 	return rc;
 }
 
-/* memfd of bytes, mapped, and an eventfd; offered to sock's peer. */
+/* memfd of bytes, mapped, and a channel; offered to sock's peer. */
 static void offer_rmb(struct end *e)
 {
 	int memfd = smcr_sys_memfd_sealed(e->bytes);
@@ -309,8 +319,8 @@ static void offer_rmb(struct end *e)
 		die("smcr_sys_memfd_sealed");
 	}
 	e->rmb = map(memfd, e->bytes);
-	e->efd = new_eventfd();
-	int rc = offer_state(e->sock, memfd, e->bytes, e->efd, &e->token);
+	e->wake = new_channel();
+	int rc = offer_state(e->sock, memfd, e->bytes, e->wake, &e->token);
 	close(memfd);                   /* the mapping and smcrd's copy keep it */
 	char what[64];
 	snprintf(what, sizeof(what), "%s offers its buffer", e->name);
@@ -332,7 +342,7 @@ static void attach_peer(struct end *e)
 	char what[64];
 	struct stat st;
 	int memfd;
-	int rc = smcr_shm_attach(e->sock, e->peer_token, &memfd, &e->peer_efd);
+	int rc = smcr_shm_attach(e->sock, e->peer_token, &memfd, &e->peer_tx);
 
 	snprintf(what, sizeof(what), "%s attaches the other end's buffer", e->name);
 	expect_rc(rc, 0, what);
@@ -340,33 +350,35 @@ static void attach_peer(struct end *e)
 		exit(1);
 	check(fstat(memfd, &st) == 0 && (uint64_t)st.st_size == e->bytes,
 	      "%s: the attached buffer has the offered size", e->name);
-	check(cloexec(memfd) && cloexec(e->peer_efd),
-	      "%s: the attached memfd and eventfd are close-on-exec", e->name);
+	check(cloexec(memfd) && cloexec(e->peer_tx),
+	      "%s: the attached memfd and channel are close-on-exec", e->name);
 	e->peer_rmb = map(memfd, e->bytes);
 	close(memfd);
 }
 
 /*
- * Wakes the other end through the eventfd we attached; reads our own, which
- * the other end attached: the value it wrote proves that the eventfd smcrd
- * handed over is the very one offered.
+ * Wakes the other end through the channel we attached; reads our own, which
+ * the other end attached: the byte it sent proves that the channel smcrd
+ * handed over is the very one offered.  What we got is only a tx: nothing
+ * comes back on it.
  */
 static void exchange_wakeups(struct end *e, uint8_t seed, uint8_t peer_seed)
 {
-	uint64_t wake = 0x1000 + seed, got = 0;
+	uint8_t wake = (uint8_t)(0x40 + seed), got = 0;
 	char c = 'w';
 
-	check(write(e->peer_efd, &wake, sizeof(wake)) == sizeof(wake),
-	      "%s writes the other end's eventfd", e->name);
-	xsend(e->sock, &c, 1);          /* "woken": after the write, so the value is there */
+	check(send(e->peer_tx, &wake, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1,
+	      "%s sends on the other end's channel", e->name);
+	xsend(e->sock, &c, 1);          /* "woken": after the send, so the byte is there */
 	xrecv(e->sock, &c, 1);
-	ssize_t n = read(e->efd, &got, sizeof(got));
-	check(n == sizeof(got) && got == 0x1000 + (uint64_t)peer_seed,
-	      "%s reads from its own eventfd what the other end wrote (0x%llx)", e->name,
-	      (unsigned long long)got);
-	check(read(e->efd, &got, sizeof(got)) < 0 && errno == EAGAIN,
-	      "%s: its eventfd is empty again, and non-blocking", e->name);
-	close(e->peer_efd);
+	ssize_t n = recv(e->wake.rx, &got, 1, MSG_DONTWAIT);
+	check(n == 1 && got == 0x40 + peer_seed,
+	      "%s reads from its own channel what the other end sent (0x%x)", e->name, got);
+	check(recv(e->wake.rx, &got, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN,
+	      "%s: its channel is empty again", e->name);
+	check(recv(e->peer_tx, &got, 1, MSG_DONTWAIT) == 0,
+	      "%s: the channel it attached carries nothing its way", e->name);
+	close(e->peer_tx);
 }
 
 /* Writes seed's pattern into the peer's buffer; checks the peer's in ours. */
@@ -556,9 +568,9 @@ static int run_orphan(uint64_t bytes, const sigset_t *usr1)
 	if (child < 0)
 		die("fork");
 	if (child == 0) {
-		int memfd = smcr_sys_memfd_sealed(bytes), efd = new_eventfd();
+		int memfd = smcr_sys_memfd_sealed(bytes);
 		close(server);
-		expect_rc(memfd < 0 ? memfd : offer_state(client, memfd, bytes, efd, &token), 0,
+		expect_rc(memfd < 0 ? memfd : offer_state(client, memfd, bytes, new_channel(), &token), 0,
 			  "the offerer offers its buffer");
 		xsend(client, &token, sizeof(token));
 		printf("offerer %d\n", (int)getpid());
@@ -583,19 +595,52 @@ static int sealed_memfd(uint64_t size, unsigned int seals)
 	return fd;
 }
 
-/* Offers memfd with efd as the wake-up descriptor; closes both. */
-static void offer_with(int sock, int memfd, uint64_t bytes, int efd, int want, const char *what)
+/* Offers memfd with wake as the wake-up channel; closes them. */
+static void offer_with(int sock, int memfd, uint64_t bytes, struct smcr_wake_channel wake,
+		       int want, const char *what)
 {
 	uint64_t token;
 
-	expect_rc(offer_state(sock, memfd, bytes, efd, &token), want, what);
+	expect_rc(offer_state(sock, memfd, bytes, wake, &token), want, what);
 	close(memfd);
-	close(efd);
+	close_channel(wake);
 }
 
 static void expect_offer(int sock, int memfd, uint64_t bytes, int want, const char *what)
 {
-	offer_with(sock, memfd, bytes, new_eventfd(), want, what);
+	offer_with(sock, memfd, bytes, new_channel(), want, what);
+}
+
+/* A good rx with a bad tx (and the other way round): smcrd must refuse both. */
+static void expect_bad_channel_end(int sock, uint64_t bytes, int bad, const char *what)
+{
+	struct smcr_wake_channel good = new_channel();
+	char both[128];
+
+	snprintf(both, sizeof(both), "%s as the channel's tx", what);
+	offer_with(sock, smcr_sys_memfd_sealed(bytes), bytes,
+		   (struct smcr_wake_channel){ .rx = good.rx, .tx = dup(bad) }, -EINVAL, both);
+	snprintf(both, sizeof(both), "%s as the channel's rx", what);
+	offer_with(sock, smcr_sys_memfd_sealed(bytes), bytes,
+		   (struct smcr_wake_channel){ .rx = dup(bad), .tx = good.tx }, -EINVAL, both);
+	close(bad);
+}
+
+/* A unix stream socket connected to a named one: a service the peer would send to. */
+static int connected_to_named(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	socklen_t len = offsetof(struct sockaddr_un, sun_path) + 1 +
+			(socklen_t)snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1,
+					    "shm_peer.%d", (int)getpid());
+
+	if (l < 0 || c < 0 || bind(l, (struct sockaddr *)&a, len) || listen(l, 1) ||
+	    connect(c, (struct sockaddr *)&a, len))
+		die("a named unix socket");
+	close(l);
+	return c;
 }
 
 static int run_bad(uint64_t beyond)
@@ -637,42 +682,49 @@ static int run_bad(uint64_t beyond)
 	expect_offer(fresh, sealed_memfd(bytes, fixed), bytes, -EINVAL,
 		     "an unconnected TCP socket");
 
-	/* The peer will write 8 bytes into the wake-up descriptor: an eventfd, nothing else. */
-	int pipefd[2];
-	if (pipe2(pipefd, O_CLOEXEC))
+	/* The peer will send on the channel's tx: an end of a unix stream socket pair, nothing else. */
+	int pipefd[2], dgram[2];
+	if (pipe2(pipefd, O_CLOEXEC) || socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, dgram))
 		die("pipe");
-	offer_with(client, smcr_sys_memfd_sealed(bytes), bytes, pipefd[1], -EINVAL,
-		   "a pipe as the wake-up descriptor");
+	expect_bad_channel_end(client, bytes, pipefd[1], "a pipe");
 	close(pipefd[0]);
+	expect_bad_channel_end(client, bytes, dgram[1], "a datagram socket (the peer could "
+			       "disconnect it)");
+	close(dgram[0]);
+	expect_bad_channel_end(client, bytes, connected_to_named(),
+			       "a socket connected to a named one");
 	char name[] = "/tmp/shm_peer.XXXXXX";
 	file = mkostemp(name, O_CLOEXEC);
 	if (file < 0)
 		die("a regular file");
 	unlink(name);
-	offer_with(client, smcr_sys_memfd_sealed(bytes), bytes, file, -EINVAL,
-		   "a regular file as the wake-up descriptor");
+	expect_bad_channel_end(client, bytes, file, "a regular file");
 	int epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (epfd < 0)
 		die("epoll_create1");
-	offer_with(client, smcr_sys_memfd_sealed(bytes), bytes, epfd, -EINVAL,
-		   "an epoll descriptor (anonymous, not an eventfd) as the wake-up descriptor");
-	offer_with(client, smcr_sys_memfd_sealed(bytes), bytes, smcr_sys_memfd_sealed(bytes), -EINVAL,
-		   "a memfd as the wake-up descriptor");
+	expect_bad_channel_end(client, bytes, epfd, "an epoll descriptor");
+	int efd = smcr_sys_eventfd();
+	if (efd < 0)
+		die("eventfd");
+	expect_bad_channel_end(client, bytes, efd, "an eventfd (the peer could make it block)");
+	expect_bad_channel_end(client, bytes, smcr_sys_memfd_sealed(bytes), "a memfd");
 
 	/* The connection state: a sealed memfd of a few pages, like the buffer. */
 	uint64_t token;
 	int state = sealed_memfd(page, 0);
 	memfd = smcr_sys_memfd_sealed(bytes);
-	expect_rc(smcr_shm_offer(client, memfd, bytes, new_eventfd(), state, &token, NULL), -EINVAL,
+	struct smcr_wake_channel ch = new_channel();
+	expect_rc(smcr_shm_offer(client, memfd, bytes, ch, state, &token, NULL), -EINVAL,
 		  "an unsealed state memfd");
 	close(state);
 	state = sealed_memfd(256 * page, fixed);
-	expect_rc(smcr_shm_offer(client, memfd, bytes, new_eventfd(), state, &token, NULL), -EINVAL,
+	expect_rc(smcr_shm_offer(client, memfd, bytes, ch, state, &token, NULL), -EINVAL,
 		  "a state memfd of a megabyte");
 	close(state);
-	expect_rc(smcr_shm_offer(client, memfd, bytes, new_eventfd(), new_eventfd(), &token, NULL),
-		  -EINVAL, "an eventfd as the state");
+	expect_rc(smcr_shm_offer(client, memfd, bytes, ch, ch.tx, &token, NULL),
+		  -EINVAL, "a socket as the state");
 	close(memfd);
+	close_channel(ch);
 
 	expect_offer(client, sealed_memfd(beyond, fixed), beyond, -ENOMEM,
 		     "an offer beyond max_memory");
@@ -687,11 +739,11 @@ static int run_bad(uint64_t beyond)
 	if (connect(self, (struct sockaddr *)&ss, len))
 		die("a TCP socket connected to itself");
 	memfd = smcr_sys_memfd_sealed(bytes);
-	int efd = new_eventfd();
-	expect_rc(offer_state(self, memfd, bytes, efd, &token), 0,
+	ch = new_channel();
+	expect_rc(offer_state(self, memfd, bytes, ch, &token), 0,
 		  "an offer on a socket connected to itself");
 	close(memfd);
-	close(efd);
+	close_channel(ch);
 	expect_refused(self, token, "that socket attaching its own offer");
 	return failures ? 1 : 0;
 }
@@ -737,9 +789,9 @@ static int run_junk(void)
 		{ SMCR_CONTROL_GRANT, 1, "a GRANT carrying a descriptor" },
 		{ SMCR_CONTROL_STATUS, 2, "a STATUS carrying two" },
 		{ SMCR_CONTROL_WITHDRAW, 2, "a WITHDRAW carrying two" },
-		{ SMCR_CONTROL_OFFER, 1, "an OFFER carrying one descriptor, not four" },
-		{ SMCR_CONTROL_OFFER, 3, "an OFFER carrying three" },
-		{ SMCR_CONTROL_OFFER, 5, "an OFFER carrying five" },
+		{ SMCR_CONTROL_OFFER, 1, "an OFFER carrying one descriptor, not five" },
+		{ SMCR_CONTROL_OFFER, 4, "an OFFER carrying four" },
+		{ SMCR_CONTROL_OFFER, 6, "an OFFER carrying six" },
 		{ SMCR_CONTROL_ATTACH, 0, "an ATTACH carrying none" },
 		{ SMCR_CONTROL_ATTACH, 4, "an ATTACH carrying four" },
 		{ SMCR_CONTROL_RESUME, 0, "a RESUME carrying none" },

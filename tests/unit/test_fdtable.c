@@ -244,6 +244,43 @@ static void dup_onto_kept_moves_it(void **state)
  * from poll(); libsmcr's own waits still see data, the peer's end and a
  * timeout, on a descriptor above FD_SETSIZE too.
  */
+/*
+ * A wake-up channel whose tx another process made blocking and filled, and
+ * whose rx a holder made blocking: sends and drains still return at once,
+ * the channel stays readable, and once tx is shut a drain says so (without
+ * SIGPIPE for a send after that).
+ */
+static void wake_channel_never_blocks(void **state)
+{
+	static const char flood[4096];
+	struct smcr_wake_channel ch;
+	struct pollfd p;
+	int drains = 0;
+
+	(void)state;
+	assert_int_equal(smcr_sys_wake_channel(&ch), 0);
+	assert_int_equal(fcntl(ch.tx, F_SETFL, 0), 0);
+	assert_int_equal(fcntl(ch.rx, F_SETFL, 0), 0);
+	alarm(30);              /* a send or drain that blocks fails the test */
+	assert_true(smcr_sys_wake_drain(ch.rx));
+	while (send(ch.tx, flood, sizeof(flood), MSG_DONTWAIT) > 0)
+		;
+	assert_int_equal(errno, EAGAIN);
+	for (int i = 0; i < 1000; i++)
+		smcr_sys_wake_send(ch.tx);
+	p = (struct pollfd){ .fd = ch.rx, .events = POLLIN };
+	assert_int_equal(poll(&p, 1, 0), 1);
+	assert_int_equal(shutdown(ch.tx, SHUT_WR), 0);
+	while (smcr_sys_wake_drain(ch.rx))
+		assert_true(++drains < 100000);
+	assert_true(drains > 1);        /* each drain takes a bounded part of a flood */
+	smcr_sys_wake_send(ch.tx);
+	assert_false(smcr_sys_wake_drain(ch.rx));
+	alarm(0);
+	close(ch.rx);
+	close(ch.tx);
+}
+
 static void waits_survive_rlimit_nofile_0(void **state)
 {
 	struct rlimit was, none = { 0, 0 };
@@ -288,6 +325,7 @@ int main(void)
 		cmocka_unit_test_setup(own_descriptors_stay, reset),
 		cmocka_unit_test_setup(range_closes_spare_own, reset),
 		cmocka_unit_test_setup(dup_onto_kept_moves_it, reset),
+		cmocka_unit_test_setup(wake_channel_never_blocks, reset),
 		cmocka_unit_test_setup(waits_survive_rlimit_nofile_0, reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,7 +22,6 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -31,6 +30,7 @@
 #include "smc_rx.h"
 #include "smc_shm.h"
 #include "smc_tx.h"
+#include "sys.h"
 
 #define CHECK(cond)                                                               \
 	do {                                                                      \
@@ -64,6 +64,34 @@ static int test_memfd(unsigned int size_class)
 	return fd;
 }
 
+/* One end's buffer and wake-up channel, as libsmcr sets them up for an offer. */
+struct ring_end {
+	int memfd;
+	struct smcr_wake_channel wake;
+};
+
+static struct ring_end ring_end_new(unsigned int size_class)
+{
+	struct ring_end e = { .memfd = test_memfd(size_class) };
+
+	assert_true(e.memfd >= 0);
+	assert_int_equal(smcr_sys_wake_channel(&e.wake), 0);
+	return e;
+}
+
+static void ring_end_close(struct ring_end *e)
+{
+	close(e->memfd);
+	close(e->wake.rx);
+	close(e->wake.tx);
+}
+
+/* Copies of ch for a transport to keep. */
+static struct smcr_wake_channel channel_dup(struct smcr_wake_channel ch)
+{
+	return (struct smcr_wake_channel){ .rx = dup(ch.rx), .tx = dup(ch.tx) };
+}
+
 static void put(int sock, uint64_t v)
 {
 	if (write(sock, &v, sizeof(v)) != sizeof(v))
@@ -81,7 +109,7 @@ static uint64_t get(int sock)
 
 /* One side: our RMB, wait for the peer's to exist, attach it.  0 or an errno. */
 static int side_setup(struct smc_conn *conn, struct smc_conn_state *st, int sock,
-		      const int own[2], const int peer[2], unsigned int own_class, unsigned int peer_class, uint32_t token,
+		      const struct ring_end *own, const struct ring_end *peer, unsigned int own_class, unsigned int peer_class, uint32_t token,
 		      uint32_t peer_token, uint16_t start_wrap)
 {
 	struct smc_clc_accept_confirm desc = {
@@ -93,12 +121,12 @@ static int side_setup(struct smc_conn *conn, struct smc_conn_state *st, int sock
 
 	rc = smc_conn_init(conn, &smc_shm_ops, st, true);
 	if (!rc)
-		rc = conn->ops->create_rmb(conn, own_class, own[0], dup(own[1]));
+		rc = conn->ops->create_rmb(conn, own_class, own->memfd, channel_dup(own->wake));
 	if (rc)
 		return rc;
 	put(sock, 0);
 	get(sock);
-	rc = conn->ops->attach_peer(conn, &desc, peer[0], dup(peer[1]));
+	rc = conn->ops->attach_peer(conn, &desc, peer->memfd, dup(peer->wake.tx));
 	if (rc)
 		return rc;
 	conn->st->token = token;
@@ -111,16 +139,14 @@ static int side_setup(struct smc_conn *conn, struct smc_conn_state *st, int sock
 /* Runs parent and child on the two ends of one connection. */
 static void pair_run(const struct pair_opts *o, role_fn *parent, role_fn *child)
 {
-	/* each end's memfd and eventfd */
-	int end0[2] = { test_memfd(o->size_class[0]), eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) };
-	int end1[2] = { test_memfd(o->size_class[1]), eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) };
+	struct ring_end end0 = ring_end_new(o->size_class[0]), end1 = ring_end_new(o->size_class[1]);
 	int sock[2], status;
 	struct smc_conn *conn = malloc(sizeof(*conn));
 	struct smc_conn_state *st = malloc(sizeof(*st));
 
 	assert_non_null(conn);
 	assert_non_null(st);
-	assert_true(end0[0] >= 0 && end0[1] >= 0 && end1[0] >= 0 && end1[1] >= 0);
+
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sock), 0);
 	pair_now = *o;
 	child_pid = fork();
@@ -128,19 +154,17 @@ static void pair_run(const struct pair_opts *o, role_fn *parent, role_fn *child)
 	if (child_pid == 0) {
 		alarm(60);
 		close(sock[0]);
-		CHECK(side_setup(conn, st, sock[1], end1, end0, o->size_class[1], o->size_class[0],
+		CHECK(side_setup(conn, st, sock[1], &end1, &end0, o->size_class[1], o->size_class[0],
 				 0xc0ffee02, 0xc0ffee01, o->start_wrap) == 0);
 		child(conn, sock[1]);
 		_exit(0);
 	}
 	close(sock[1]);
 	alarm(100);	/* a dead child would leave us waiting on the ring */
-	assert_int_equal(side_setup(conn, st, sock[0], end0, end1, o->size_class[0],
+	assert_int_equal(side_setup(conn, st, sock[0], &end0, &end1, o->size_class[0],
 				    o->size_class[1], 0xc0ffee01, 0xc0ffee02, o->start_wrap), 0);
-	for (int i = 0; i < 2; i++) {
-		close(end0[i]);
-		close(end1[i]);
-	}
+	ring_end_close(&end0);
+	ring_end_close(&end1);
 	parent(conn, sock[0]);
 	assert_int_equal(waitpid(child_pid, &status, 0), child_pid);
 	alarm(0);
@@ -868,28 +892,29 @@ static void attach_refuses_what_it_cannot_trust(void **state)
 {
 	struct smc_clc_accept_confirm peer = { .smc_type = SMC_TYPE_D, .d = { .dmbe_size = 0 } };
 	int own = test_memfd(0), unsealed = memfd_create("x", MFD_CLOEXEC), blank = test_memfd(0);
-	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	struct smcr_wake_channel ch;
 	struct smc_conn conn;
 	struct smc_conn_state st;
 
 	(void)state;
-	assert_true(own >= 0 && unsealed >= 0 && blank >= 0 && efd >= 0);
+	assert_int_equal(smcr_sys_wake_channel(&ch), 0);
+	assert_true(own >= 0 && unsealed >= 0 && blank >= 0);
 	assert_int_equal(ftruncate(unsealed, (off_t)smc_shm_region_size(0)), 0);
 	assert_int_equal(smc_conn_init(&conn, &smc_shm_ops, &st, true), 0);
-	assert_int_equal(conn.ops->create_rmb(&conn, 7, own, efd), -EINVAL);
-	assert_int_equal(conn.ops->create_rmb(&conn, 1, own, efd), -EINVAL);	/* memfd too small */
-	assert_int_equal(conn.ops->create_rmb(&conn, 0, own, -1), -EINVAL);	/* no eventfd */
-	assert_int_equal(conn.ops->create_rmb(&conn, 0, own, efd), 0);
+	assert_int_equal(conn.ops->create_rmb(&conn, 7, own, ch), -EINVAL);
+	assert_int_equal(conn.ops->create_rmb(&conn, 1, own, ch), -EINVAL);	/* memfd too small */
+	assert_int_equal(conn.ops->create_rmb(&conn, 0, own, SMCR_NO_WAKE_CHANNEL), -EINVAL);
+	assert_int_equal(conn.ops->create_rmb(&conn, 0, own, ch), 0);
 	assert_int_equal(conn.st->rmb_size, 16384);
 	/* a memfd the peer could shrink under our stores */
-	assert_int_equal(conn.ops->attach_peer(&conn, &peer, unsealed, efd), -EPERM);
+	assert_int_equal(conn.ops->attach_peer(&conn, &peer, unsealed, ch.tx), -EPERM);
 	/* no RMB set up in it */
-	assert_int_equal(conn.ops->attach_peer(&conn, &peer, blank, efd), -EPROTO);
+	assert_int_equal(conn.ops->attach_peer(&conn, &peer, blank, ch.tx), -EPROTO);
 	/* its size is not the one announced */
 	peer.d.dmbe_size = 1;
-	assert_int_equal(conn.ops->attach_peer(&conn, &peer, own, efd), -EINVAL);
+	assert_int_equal(conn.ops->attach_peer(&conn, &peer, own, ch.tx), -EINVAL);
 	peer.smc_type = SMC_TYPE_R;
-	assert_int_equal(conn.ops->attach_peer(&conn, &peer, own, efd), -EPROTO);
+	assert_int_equal(conn.ops->attach_peer(&conn, &peer, own, ch.tx), -EPROTO);
 	smc_conn_destroy(&conn);
 	close(own);
 	close(unsealed);

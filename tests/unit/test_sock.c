@@ -159,9 +159,9 @@ static int fake_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 	return rc;
 }
 
-static int fake_wake_fd(struct smc_conn *conn)
+static struct smcr_wake_channel fake_wake_channel(struct smc_conn *conn)
 {
-	return end_of(conn)->efd;
+	return (struct smcr_wake_channel){ .rx = end_of(conn)->efd, .tx = -1 };
 }
 
 static bool fake_arm(struct smc_conn *conn, uint32_t since, bool signalled)
@@ -205,7 +205,7 @@ static const struct smc_transport_ops fake_ops = {
 	.events = fake_events,
 	.spin_how = fake_spin_how,
 	.wait = fake_wait,
-	.wake_fd = fake_wake_fd,
+	.wake_channel = fake_wake_channel,
 	.arm = fake_arm,
 	.wake = fake_wake,
 	.release = fake_release,

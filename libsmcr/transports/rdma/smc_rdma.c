@@ -160,13 +160,14 @@ int smc_rdma_local_block(int sock, struct smc_clc_local *lcl)
 	return rc;
 }
 
-static int rdma_create_rmb(struct smc_conn *conn, unsigned int size_class, int memfd, int wake_fd)
+static int rdma_create_rmb(struct smc_conn *conn, unsigned int size_class, int memfd,
+			   struct smcr_wake_channel wake)
 {
 	struct sockaddr_storage local;
 	struct rdma_conn *rc;
 	int err;
 
-	if (memfd != -1 || wake_fd != -1 || size_class > SMC_RMB_MAX_CLASS_R || conn->sock < 0)
+	if (memfd != -1 || wake.rx != -1 || wake.tx != -1 || size_class > SMC_RMB_MAX_CLASS_R || conn->sock < 0)
 		return -EINVAL;
 	err = sock_addr(conn->sock, false, &local);
 	if (err)
@@ -268,14 +269,14 @@ int smc_rdma_local_desc(struct smc_conn *conn, struct smc_clc_accept_confirm *de
 }
 
 static int rdma_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_confirm *peer,
-			    int peer_fd, int peer_wake_fd)
+			    int peer_fd, int peer_wake_tx)
 {
 	struct rdma_conn *rc = priv(conn);
 	struct sockaddr_storage remote;
 	struct smc_rdma_link *link;
 	int err;
 
-	if (peer_fd != -1 || peer_wake_fd != -1)
+	if (peer_fd != -1 || peer_wake_tx != -1)
 		return -EINVAL;
 	if (peer->smc_type != SMC_TYPE_R || peer->r.rmbe_size > SMC_RMB_MAX_CLASS_R)
 		return -EPROTO;
@@ -532,9 +533,9 @@ static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 	return slice == timeout_ms ? -ETIMEDOUT : 0;
 }
 
-static int rdma_wake_fd(struct smc_conn *conn)
+static struct smcr_wake_channel rdma_wake_channel(struct smc_conn *conn)
 {
-	return smcr_sys_kept(&priv(conn)->wake_fd);
+	return (struct smcr_wake_channel){ .rx = smcr_sys_kept(&priv(conn)->wake_fd), .tx = -1 };
 }
 
 static bool rdma_arm(struct smc_conn *conn, uint32_t since, bool signalled)
@@ -614,11 +615,11 @@ static bool rdma_await_peer(struct smc_conn *conn)
  * made them: another process holding the socket cannot take the connection
  * over (smc_sock_view.c then treats it as lost there).
  */
-static int rdma_map_rmb(struct smc_conn *conn, int memfd, int wake_fd)
+static int rdma_map_rmb(struct smc_conn *conn, int memfd, struct smcr_wake_channel wake)
 {
 	(void)conn;
 	(void)memfd;
-	(void)wake_fd;
+	(void)wake;
 	return -EOPNOTSUPP;
 }
 
@@ -664,7 +665,7 @@ const struct smc_transport_ops smc_rdma_ops = {
 	.collect = rdma_collect,
 	.spin_how = rdma_spin_how,
 	.wait = rdma_wait,
-	.wake_fd = rdma_wake_fd,
+	.wake_channel = rdma_wake_channel,
 	.arm = rdma_arm,
 	.wake = rdma_wake,
 	.await_peer = rdma_await_peer,

@@ -42,28 +42,35 @@
  *    `waiting`; FUTEX_WAKE wakes every such sleeper at once (a reader and a
  *    writer may both sleep).  The sleep is cut in slices of a second, after
  *    each of which the TCP socket is asked whether the peer is gone.
- *  - in the application's poll or epoll_wait (epoll.c, poll.c): on our eventfd,
- *    whose word is `armed`.  It is read empty only when arming again, by
- *    whoever sleeps next: that thread looks at the connection before
- *    sleeping, so no event is lost with the count it takes.
+ *  - in the application's poll or epoll_wait (epoll.c, poll.c): on the rx
+ *    end of our wake-up channel (base/sys.h), whose word is `armed`.  It
+ *    is read empty only when arming again, by whoever sleeps next: that
+ *    thread looks at the connection before sleeping, so no event is lost
+ *    with the bytes it takes.
  *
  *   waiter: word = 1; fence(seq_cst); if events moved: return; sleep
  *   waker:  store mailbox; fence(seq_cst);
- *           if word && xchg(word, 0): FUTEX_WAKE / write(eventfd)
+ *           if word && xchg(word, 0): FUTEX_WAKE / send a byte on tx
  *
  * Why no wakeup is lost:
  *  - The two fences make it the store-buffer pattern: the waiter sees the
  *    new events, or the waker sees the word set, or both.
  *  - The window between the waiter's check and its sleep is closed by the
  *    futex (FUTEX_WAIT sleeps only if the word is still 1, and the waker
- *    clears it before FUTEX_WAKE) and by the eventfd's count, which stays
+ *    clears it before FUTEX_WAKE) and by the channel's bytes, which stay
  *    until read.
  *  - The snapshot is taken before the caller looks at the state (under its
  *    lock), so a CDC another thread fetched meanwhile still counts.
  *  - Only a waker clears a word: a futex word left at 1 costs one spare
- *    FUTEX_WAKE, an eventfd left readable one early return.
- *  - `armed` starts at 1: an epoll loop with the eventfd in its set may
+ *    FUTEX_WAKE, a channel left readable one early return.
+ *  - `armed` starts at 1: an epoll loop with the channel in its set may
  *    wait before any call of ours.
+ *  - A send never blocks and never fails to leave rx readable: a full
+ *    channel is readable.  The peer holds tx, and can do nothing to it that
+ *    makes our sends block (they ask not to) or rx unreadable (it cannot
+ *    read rx); shutting tx down leaves rx readable for good, and we then
+ *    shut the TCP connection down: every holder, and its waits, see the
+ *    connection end.
  * The futex is not private: the word is in a MAP_SHARED mapping of two
  * processes, each at its own address.
  */
@@ -77,10 +84,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "real.h"
 #include "shm_broker_client.h"
 #include "smc_shm.h"
@@ -105,7 +114,7 @@ struct shm_ctl {
 	} hdr;
 	alignas(SHM_LINE) struct shm_mbox mbox;
 	alignas(SHM_LINE) _Atomic uint32_t waiting;	/* 1: FUTEX_WAKE it */
-	_Atomic uint32_t armed;				/* 1: write our eventfd */
+	_Atomic uint32_t armed;				/* 1: send on our channel */
 };
 
 _Static_assert(sizeof(struct shm_ctl) <= SHM_CTL_SIZE, "control area outgrew its page");
@@ -116,10 +125,10 @@ struct shm {
 	struct shm_ctl *peer_ctl;	/* the peer's */
 	uint8_t *peer_rmb;
 	size_t peer_len;
-	int wake_fd;			/* ours: the peer writes it to wake us */
-	int peer_wake_fd;		/* the peer's */
+	int wake_rx, wake_tx;		/* our wake-up channel: the peer sends on tx too */
+	int peer_wake_tx;		/* the peer's */
 	_Atomic uint32_t wakes;		/* wake() calls, part of events() */
-	_Atomic uint32_t wakes_seen;	/* wakes when wake_fd was last read */
+	_Atomic uint32_t wakes_seen;	/* wakes when wake_rx was last read */
 	struct smcr_spin spin;		/* how its waits went (spin.h) */
 };
 
@@ -128,14 +137,14 @@ uint64_t smc_shm_region_size(unsigned int size_class)
 	return SHM_CTL_SIZE + (uint64_t)smc_rmb_size(size_class);
 }
 
-/* After a store the side owning ctl must see: wakes its sleepers. */
-static void wake_side(struct shm_ctl *ctl, int fd)
+/* After a store the side owning ctl must see: wakes its sleepers (tx: its channel). */
+static void wake_side(struct shm_ctl *ctl, int tx)
 {
 	atomic_thread_fence(memory_order_seq_cst);
 	if (smc_wake_claim(&ctl->waiting))
 		smc_futex(&ctl->waiting, FUTEX_WAKE, INT_MAX, NULL);
 	if (smc_wake_claim(&ctl->armed))
-		smc_wake_signal_fd(fd);
+		smcr_sys_wake_send(tx);
 }
 
 /* Maps size bytes of fd, which must hold them. */
@@ -156,11 +165,11 @@ static void *map_region(int fd, uint64_t size)
 }
 
 /* Our region in memfd into a new priv of conn; 0 or a negative errno. */
-static int map_own(struct smc_conn *conn, int memfd, uint64_t len, int wake_fd)
+static int map_own(struct smc_conn *conn, int memfd, uint64_t len, struct smcr_wake_channel wake)
 {
 	struct shm *shm;
 
-	if (wake_fd < 0)
+	if (wake.rx < 0 || wake.tx < 0)
 		return -EINVAL;
 	shm = calloc(1, sizeof(*shm));
 	if (!shm)
@@ -173,21 +182,29 @@ static int map_own(struct smc_conn *conn, int memfd, uint64_t len, int wake_fd)
 		return -err;
 	}
 	shm->len = len;
-	shm->wake_fd = wake_fd;
-	shm->peer_wake_fd = -1;
+	shm->wake_rx = wake.rx;
+	shm->wake_tx = wake.tx;
+	shm->peer_wake_tx = -1;
 	conn->priv = shm;
 	conn->rmb = (uint8_t *)shm->ctl + SHM_CTL_SIZE;
 	return 0;
 }
 
+/* From now on shm's channel is kept (sys.h): closed by release only. */
+static void keep_channel(struct shm *shm)
+{
+	smcr_sys_fd_keep(&shm->wake_rx);
+	smcr_sys_fd_keep(&shm->wake_tx);
+}
+
 static int shm_create_rmb(struct smc_conn *conn, unsigned int size_class, int memfd,
-			  int wake_fd)
+			  struct smcr_wake_channel wake)
 {
 	int rc;
 
 	if (size_class > SMC_RMB_MAX_CLASS_D)
 		return -EINVAL;
-	rc = map_own(conn, memfd, smc_shm_region_size(size_class), wake_fd);
+	rc = map_own(conn, memfd, smc_shm_region_size(size_class), wake);
 	if (rc)
 		return rc;
 	struct shm *shm = conn->priv;
@@ -197,18 +214,18 @@ static int shm_create_rmb(struct smc_conn *conn, unsigned int size_class, int me
 	shm->ctl->hdr.rmb_size = smc_rmb_size(size_class);
 	atomic_store_explicit(&shm->ctl->armed, 1, memory_order_release);
 	conn->rmb_size = conn->st->rmb_size = smc_rmb_size(size_class);
-	smcr_sys_fd_keep(&shm->wake_fd);
+	keep_channel(shm);
 	return 0;
 }
 
-static int shm_map_rmb(struct smc_conn *conn, int memfd, int wake_fd)
+static int shm_map_rmb(struct smc_conn *conn, int memfd, struct smcr_wake_channel wake)
 {
 	unsigned int size_class = smc_rmb_size_class(conn->st->rmb_size, SMC_RMB_MAX_CLASS_D);
 	int rc;
 
 	if (smc_rmb_size(size_class) != conn->st->rmb_size)
 		return -EPROTO;
-	rc = map_own(conn, memfd, smc_shm_region_size(size_class), wake_fd);
+	rc = map_own(conn, memfd, smc_shm_region_size(size_class), wake);
 	if (rc)
 		return rc;
 	struct shm *shm = conn->priv;
@@ -221,12 +238,12 @@ static int shm_map_rmb(struct smc_conn *conn, int memfd, int wake_fd)
 		return -EPROTO;
 	}
 	conn->rmb_size = smc_rmb_size(size_class);      /* the memfd holds that much */
-	smcr_sys_fd_keep(&shm->wake_fd);
+	keep_channel(shm);
 	return 0;
 }
 
 static int shm_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_confirm *peer,
-			   int peer_fd, int peer_wake_fd)
+			   int peer_fd, int peer_wake_tx)
 {
 	struct shm *shm = conn->priv;
 	unsigned int size_class = peer->d.dmbe_size;
@@ -236,7 +253,7 @@ static int shm_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_co
 
 	if (peer->smc_type != SMC_TYPE_D || size_class > SMC_RMB_MAX_CLASS_D)
 		return -EPROTO;
-	if (peer_wake_fd < 0)
+	if (peer_wake_tx < 0)
 		return -EINVAL;
 	seals = REAL(fcntl)(peer_fd, F_GET_SEALS);
 	if (seals < 0)
@@ -253,8 +270,8 @@ static int shm_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_co
 	shm->peer_ctl = ctl;
 	shm->peer_rmb = (uint8_t *)ctl + SHM_CTL_SIZE;
 	shm->peer_len = len;
-	shm->peer_wake_fd = peer_wake_fd;
-	smcr_sys_fd_keep(&shm->peer_wake_fd);
+	shm->peer_wake_tx = peer_wake_tx;
+	smcr_sys_fd_keep(&shm->peer_wake_tx);
 	conn->peer_rmb_size = conn->st->peer_rmb_size = smc_rmb_size(size_class);
 	return 0;
 }
@@ -284,7 +301,7 @@ static int shm_send_cdc(struct smc_conn *conn, const uint8_t msg[SMC_CDC_MSG_LEN
 	for (unsigned int i = 0; i < MBOX_WORDS; i++)
 		atomic_store_explicit(&mbox->msg[i], words[i], memory_order_relaxed);
 	atomic_store_explicit(&mbox->seq, seq + 2, memory_order_release);
-	wake_side(shm->peer_ctl, smcr_sys_kept(&shm->peer_wake_fd));
+	wake_side(shm->peer_ctl, smcr_sys_kept(&shm->peer_wake_tx));
 	return 0;
 }
 
@@ -317,34 +334,46 @@ static uint32_t shm_events(struct smc_conn *conn)
 	       atomic_load_explicit(&shm->wakes, memory_order_acquire);
 }
 
-/* Reads wake_fd empty, if the peer or a local wake may have written it. */
-static void consume_wakeup(struct shm *shm, bool signalled)
+/*
+ * Reads our channel empty, if the peer or a local wake may have written
+ * it.  A channel shut by its writer stays readable for good: whoever holds
+ * tx (the peer) broke the connection, and we end its TCP connection, which
+ * every holder sees (the peer gone).
+ */
+static void consume_wakeup(struct smc_conn *conn, struct shm *shm, bool signalled)
 {
 	uint32_t wakes = atomic_load_explicit(&shm->wakes, memory_order_acquire);
-	uint64_t count;
-	int saved_errno = errno;
 
 	if (!signalled && atomic_load_explicit(&shm->ctl->armed, memory_order_relaxed) &&
 	    wakes == atomic_load_explicit(&shm->wakes_seen, memory_order_relaxed))
 		return;
 	atomic_store_explicit(&shm->wakes_seen, wakes, memory_order_relaxed);
-	if (REAL(read)(smcr_sys_kept(&shm->wake_fd), &count, sizeof(count)) < 0)
+	if (!smcr_sys_wake_drain(smcr_sys_kept(&shm->wake_rx)) && conn->sock >= 0) {
+		int saved_errno = errno;
+
+		smcr_log(SMCR_LOG_WARN, "fd %d: the peer shut our wake-up channel: the "
+			 "connection ends", conn->sock);
+		REAL(shutdown)(conn->sock, SHUT_RDWR);
 		errno = saved_errno;
+	}
 }
 
 static bool shm_arm(struct smc_conn *conn, uint32_t since, bool signalled)
 {
 	struct shm *shm = conn->priv;
 
-	consume_wakeup(shm, signalled);
+	consume_wakeup(conn, shm, signalled);
 	atomic_store_explicit(&shm->ctl->armed, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
 	return shm_events(conn) == since;
 }
 
-static int shm_wake_fd(struct smc_conn *conn)
+static struct smcr_wake_channel shm_wake_channel(struct smc_conn *conn)
 {
-	return smcr_sys_kept(&((struct shm *)conn->priv)->wake_fd);
+	struct shm *shm = conn->priv;
+
+	return (struct smcr_wake_channel){ .rx = smcr_sys_kept(&shm->wake_rx),
+					   .tx = smcr_sys_kept(&shm->wake_tx) };
 }
 
 /* The peer's answer needs a CPU of this host: spin.h's pauses apply. */
@@ -387,7 +416,7 @@ static void shm_wake(struct smc_conn *conn)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (smc_wake_claim(&shm->ctl->waiting))
 		smc_futex(&shm->ctl->waiting, FUTEX_WAKE, INT_MAX, NULL);
-	smc_wake_signal_fd(smcr_sys_kept(&shm->wake_fd)); /* for poll and epoll, armed or not */
+	smcr_sys_wake_send(smcr_sys_kept(&shm->wake_tx)); /* for poll and epoll, armed or not */
 }
 
 static void shm_release(struct smc_conn *conn)
@@ -396,8 +425,9 @@ static void shm_release(struct smc_conn *conn)
 
 	if (shm->peer_ctl)
 		munmap(shm->peer_ctl, shm->peer_len);
-	smcr_sys_close_kept(&shm->peer_wake_fd);
-	smcr_sys_close_kept(&shm->wake_fd);
+	smcr_sys_close_kept(&shm->peer_wake_tx);
+	smcr_sys_close_kept(&shm->wake_tx);
+	smcr_sys_close_kept(&shm->wake_rx);
 	munmap(shm->ctl, shm->len);
 	free(shm);
 	conn->priv = NULL;
@@ -417,11 +447,11 @@ static int shm_describe(struct smc_conn *conn, uint64_t token, unsigned int size
 	return 0;
 }
 
-/* The peer's memfd and eventfd, which smcrd's broker hands only to the other end of sock. */
+/* The peer's memfd and channel's tx, which smcrd's broker hands only to the other end of sock. */
 static int shm_peer_fds(int sock, const struct smc_clc_accept_confirm *peer, int *fd,
-			int *wake_fd)
+			int *wake_tx)
 {
-	return smcr_shm_attach(sock, peer ? peer->d.token : 0, fd, wake_fd);
+	return smcr_shm_attach(sock, peer ? peer->d.token : 0, fd, wake_tx);
 }
 
 static uint32_t shm_peer_token(const struct smc_clc_accept_confirm *peer)
@@ -448,7 +478,7 @@ const struct smc_transport_ops smc_shm_ops = {
 	.events = shm_events,
 	.spin_how = shm_spin_how,
 	.wait = shm_wait,
-	.wake_fd = shm_wake_fd,
+	.wake_channel = shm_wake_channel,
 	.arm = shm_arm,
 	.wake = shm_wake,
 	.release = shm_release,
