@@ -1,6 +1,6 @@
 #!/bin/bash
 # install-deps.sh [--test] [--vm] - install the Debian packages smcr needs, if missing.
-#   (no option)  what the build and the demonstration need
+#   (no option)  what the build (CMake, and the Debian package) and the demonstration need
 #   --test       also the real programs the integration tests run
 #   --vm         also what tests/vm/ needs: qemu, a guest kernel, busybox, the
 #                user-space verbs stack (rdma-core, perftest) for rxe and siw,
@@ -11,7 +11,8 @@ set -euo pipefail
 build=(cmake make gcc pkg-config libc6-dev
        libibverbs-dev librdmacm-dev libnl-3-dev libnl-route-3-dev
        libcmocka-dev clang libbpf-dev linux-libc-dev
-       redis-server redis-tools)
+       redis-server redis-tools
+       debhelper dpkg-dev fakeroot)
 tests=(iperf3 sockperf socat curl vsftpd xinetd openssh-server python3 procps iproute2 tcpdump util-linux
        libclang-rt-14-dev man-db bsdextrautils nginx wrk nodejs bash-completion
        python3-prometheus-client)
