@@ -53,6 +53,10 @@ stage fuzz ctest_in build-fuzz -L fuzz
 
 stage tests ctest_in build -j"$jobs"
 
+# The Debian package: built, linted, installed, used with the installed
+# files only, removed and purged (tests/package/run.sh).
+stage package tests/package/run.sh
+
 # The integration tests that stress libsmcr hardest, again with the preload
 # built under ASan+UBSan, most over shared memory with smcrd.  The tests
 # preload the ASan runtime in front of it (lib.sh's $PRELOAD); smcr_run,

@@ -1,7 +1,8 @@
 #!/bin/bash
 # install-deps.sh [--test] [--vm] - install the Debian packages smcr needs, if missing.
-#   (no option)  what the build and the demonstration need
-#   --test       also the real programs the integration tests run
+#   (no option)  what the build (CMake, and the Debian package) and the demonstration need
+#   --test       also the real programs the integration tests run, and what
+#                the package stage checks with (lintian, bpftool)
 #   --vm         also what tests/vm/ needs: qemu, a guest kernel, busybox, the
 #                user-space verbs stack (rdma-core, perftest) for rxe and siw,
 #                and the kernel's source and headers to build siw (Debian's
@@ -11,10 +12,11 @@ set -euo pipefail
 build=(cmake make gcc pkg-config libc6-dev
        libibverbs-dev librdmacm-dev libnl-3-dev libnl-route-3-dev
        libcmocka-dev clang libbpf-dev linux-libc-dev
-       redis-server redis-tools)
+       redis-server redis-tools
+       debhelper dpkg-dev fakeroot)
 tests=(iperf3 sockperf socat curl vsftpd xinetd openssh-server python3 procps iproute2 tcpdump util-linux
        libclang-rt-14-dev man-db bsdextrautils nginx wrk nodejs bash-completion
-       python3-prometheus-client)
+       python3-prometheus-client lintian bpftool)
 
 vm=(qemu-system-x86 linux-image-amd64 busybox-static cpio gzip kmod iproute2
     linux-headers-amd64 linux-source make xz-utils

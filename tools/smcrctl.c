@@ -9,7 +9,7 @@
  * without its usage.  The commands call only downward (smcrctl_common.h).
  * Exit status: 0 done, 1 invalid value or configuration (file unchanged) or
  * not applied (or reset refused) or check fell back, 2 usage, 3 (status,
- * stats, conns, check) smcrd not running.
+ * stats, conns, top, check) smcrd not running.
  */
 #include <getopt.h>
 #include <limits.h>
@@ -74,6 +74,17 @@ static const struct command commands[] = {
 	  "  --mode MODE  only those on SMC (smc), shared memory (shm), RDMA (rdma)\n"
 	  "               or TCP (tcp)\n"
 	  "  --json       as JSON\n" },
+	{ "top", smcrctl_top, 0, INT_MAX, "[-b] [-d SECONDS] [-n COUNT]",
+	  "a live view of the connections, busiest first (like top)",
+	  "A live view, redrawn every second: the connections busiest first, with\n"
+	  "their process, mode (or why TCP) and rates each way; above them the\n"
+	  "totals and memory in use of max_memory.  q or Ctrl-C quits.  Other\n"
+	  "users' connections only to root.\n"
+	  "\n"
+	  "  -b          batch: frames one after another, no escapes, no keys (also\n"
+	  "              when stdout is not a terminal)\n"
+	  "  -d SECONDS  between frames (default 1; at least 0.1)\n"
+	  "  -n COUNT    COUNT frames, then exit\n" },
 	{ "check", smcrctl_check, 1, 3, "HOST [PORT] | --serve PORT",
 	  "an echo exchange to HOST: shm, SMC-R or TCP, and why",
 	  "An echo exchange to HOST under the preload: says whether it used shm,\n"
@@ -100,7 +111,7 @@ static void print_usage(FILE *to)
 	      "\n"
 	      "Exit status: 0 done, 1 invalid value or configuration (file unchanged) or not\n"
 	      "applied (or reset refused) or check fell back, 2 usage, 3 (status, stats,\n"
-	      "conns, check) smcrd not running.\n", to);
+	      "conns, top, check) smcrd not running.\n", to);
 }
 
 static void print_command_usage(const struct command *c, FILE *to)

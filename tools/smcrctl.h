@@ -3,7 +3,7 @@
  * table of commands.  Each lives below smcrctl.c in a file of its own:
  * smcrctl_config.c (show, set, enable, disable), smcrctl_status.c,
  * smcrctl_stats.c (writing Prometheus's format with smcrctl_prom.h),
- * smcrctl_conns.c, smcrctl_check.c; what they share is
+ * smcrctl_conns.c, smcrctl_top.c, smcrctl_check.c; what they share is
  * smcrctl_common.h's.
  */
 #ifndef SMCRCTL_H
@@ -27,6 +27,7 @@ int smcrctl_disable(const struct smcrctl_args *a);
 int smcrctl_status(const struct smcrctl_args *a);
 int smcrctl_stats(const struct smcrctl_args *a);
 int smcrctl_conns(const struct smcrctl_args *a);
+int smcrctl_top(const struct smcrctl_args *a);
 int smcrctl_check(const struct smcrctl_args *a);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * smcrctl_common.c - the helpers every smcrctl command may call: asking
- * smcrd over its control socket, saying it does not answer, and command
- * names made safe to print, as text and in JSON.
+ * smcrd over its control socket, saying it does not answer, walking its
+ * connection list, a connection's mode column, and command names made safe
+ * to print, as text and in JSON.
  */
 #include <poll.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "control_proto.h"
+#include "reason.h"
 #include "smcrctl_common.h"
 
 int smcrctl_ask(uint16_t type, uint64_t token, void *reply, size_t size)
@@ -30,6 +32,36 @@ int smcrctl_ask(uint16_t type, uint64_t token, void *reply, size_t size)
 	if (fd >= 0)
 		close(fd);
 	return rc;
+}
+
+int smcrctl_each_conn(void (*fn)(const struct smcr_control_conn *conn, void *arg), void *arg)
+{
+	static struct smcr_control_conns page;  /* 64 connections: too big for the stack */
+	uint64_t where = 0;
+
+	do {
+		if (smcrctl_ask(SMCR_CONTROL_CONNS, where, &page, sizeof(page)))
+			return -1;
+		for (uint32_t i = 0; i < page.n && i < SMCR_CONTROL_CONNS_PAGE; i++)
+			fn(&page.conn[i], arg);
+		where = page.head.token;
+	} while (where);
+	return 0;
+}
+
+char *smcrctl_conn_mode(const struct smcr_conn_view *c, char buf[SMCRCTL_MODE_SIZE])
+{
+	const char *mode = smcr_conn_mode_name(c->mode, c->transport);
+
+	if (c->mode != SMCR_CONN_TCP && c->mode != SMCR_CONN_RESET)
+		snprintf(buf, SMCRCTL_MODE_SIZE, "%s", mode);
+	else if (c->peer_reason)
+		snprintf(buf, SMCRCTL_MODE_SIZE, "%s 0x%08x/0x%08x %s", mode,
+			 smcr_reason_code(c->reason), c->peer_reason, smcr_reason_name(c->reason));
+	else
+		snprintf(buf, SMCRCTL_MODE_SIZE, "%s 0x%08x %s", mode, smcr_reason_code(c->reason),
+			 smcr_reason_name(c->reason));
+	return buf;
 }
 
 int smcrctl_no_daemon(void)

@@ -1,6 +1,7 @@
 /*
  * smcrctl_common.h - what smcrctl's commands share, below all of them: exit
- * statuses, the one way to ask smcrd something, and command names made safe
+ * statuses, the one way to ask smcrd something, the walk over its
+ * connection list, a connection's mode column, and command names made safe
  * to print, as text and in JSON (smcrctl_common.c).  It calls no command.
  */
 #ifndef SMCRCTL_COMMON_H
@@ -25,6 +26,19 @@ enum { EXIT_SHOW_USAGE = -1, EXIT_INVALID = 1, EXIT_USAGE = 2, EXIT_NO_DAEMON = 
  * smcrd cannot be reached or does not answer properly.
  */
 int smcrctl_ask(uint16_t type, uint64_t token, void *reply, size_t size);
+
+/*
+ * Calls fn(conn, arg) for each open connection smcrd lists (SMCR_CONTROL_CONNS,
+ * page after page): every process's to root, the caller's own to anyone else
+ * (smcrd chooses, by the asker's uid).  -1 if smcrd does not answer.
+ */
+int smcrctl_each_conn(void (*fn)(const struct smcr_control_conn *conn, void *arg), void *arg);
+
+/* Room for smcrctl_conn_mode's text. */
+#define SMCRCTL_MODE_SIZE 64
+
+/* The mode column: "shm", "SMC-R", "CLC", or "TCP 0x03010000 PEERNOSMC" (and the peer's code). */
+char *smcrctl_conn_mode(const struct smcr_conn_view *c, char buf[SMCRCTL_MODE_SIZE]);
 
 /* "smcrctl: smcrd not running (...)" on stderr; returns EXIT_NO_DAEMON. */
 int smcrctl_no_daemon(void);

@@ -48,21 +48,6 @@ static bool wanted(const struct conns_opts *o, const struct smcr_control_conn *e
 	}
 }
 
-/* The mode column: "shm", "SMC-R", "CLC", or "TCP 0x03010000 PEERNOSMC" (and the peer's code). */
-static void mode_str(const struct smcr_conn_view *c, char *buf, size_t size)
-{
-	const char *mode = smcr_conn_mode_name(c->mode, c->transport);
-
-	if (c->mode != SMCR_CONN_TCP && c->mode != SMCR_CONN_RESET)
-		snprintf(buf, size, "%s", mode);
-	else if (c->peer_reason)
-		snprintf(buf, size, "%s 0x%08x/0x%08x %s", mode, smcr_reason_code(c->reason),
-			 c->peer_reason, smcr_reason_name(c->reason));
-	else
-		snprintf(buf, size, "%s 0x%08x %s", mode, smcr_reason_code(c->reason),
-			 smcr_reason_name(c->reason));
-}
-
 static bool on_smc(const struct smcr_conn_view *c)
 {
 	return c->mode == SMCR_CONN_SMC;
@@ -71,11 +56,12 @@ static bool on_smc(const struct smcr_conn_view *c)
 static void print_line(const struct smcr_control_conn *e)
 {
 	const struct smcr_conn_view *c = &e->c;
-	char local[64], peer[64], mode[64], cur[SMCR_CONN_CURSORS][16], name[SMCRCTL_NAME_SIZE];
+	char local[64], peer[64], mode[SMCRCTL_MODE_SIZE], cur[SMCR_CONN_CURSORS][16];
+	char name[SMCRCTL_NAME_SIZE];
 
 	smcr_conn_endpoint_str(&c->local, local, sizeof(local));
 	smcr_conn_endpoint_str(&c->peer, peer, sizeof(peer));
-	mode_str(c, mode, sizeof(mode));
+	smcrctl_conn_mode(c, mode);
 	for (unsigned int k = 0; k < SMCR_CONN_CURSORS; k++)
 		if (on_smc(c))
 			smcr_conn_cursor_str(c->cursor[k], cur[k], sizeof(cur[k]));
@@ -152,12 +138,29 @@ static int parse(char **args, int nargs, struct conns_opts *o)
 	return 0;
 }
 
+/* What the walk over smcrd's list carries from one connection to the next. */
+struct conns_walk {
+	const struct conns_opts *o;
+	bool first;                     /* JSON: no ", " before the next object */
+};
+
+static void show_conn(const struct smcr_control_conn *e, void *arg)
+{
+	struct conns_walk *w = arg;
+
+	if (!wanted(w->o, e))
+		return;
+	if (w->o->json)
+		print_json(e, w->first);
+	else
+		print_line(e);
+	w->first = false;
+}
+
 int smcrctl_conns(const struct smcrctl_args *a)
 {
-	static struct smcr_control_conns page;
 	struct conns_opts o = { 0 };
-	uint64_t where = 0;
-	bool first = true;
+	struct conns_walk w = { .o = &o, .first = true };
 
 	if (parse(a->argv, a->argc, &o)) {
 		return EXIT_SHOW_USAGE;
@@ -169,20 +172,8 @@ int smcrctl_conns(const struct smcrctl_args *a)
 		       "%-13s %12s %12s\n", "PID", "COMMAND", "FD", "LOCAL", "PEER", "MODE", "STATE",
 		       "RMB", "PEERRMB", "RXPROD", "RXCONS", "TXPREP", "TXSENT", "TXFIN",
 		       "BYTES_IN", "BYTES_OUT");
-	do {
-		if (smcrctl_ask(SMCR_CONTROL_CONNS, where, &page, sizeof(page)))
-			return smcrctl_no_daemon();
-		for (uint32_t i = 0; i < page.n && i < SMCR_CONTROL_CONNS_PAGE; i++) {
-			if (!wanted(&o, &page.conn[i]))
-				continue;
-			if (o.json)
-				print_json(&page.conn[i], first);
-			else
-				print_line(&page.conn[i]);
-			first = false;
-		}
-		where = page.head.token;
-	} while (where);
+	if (smcrctl_each_conn(show_conn, &w))
+		return smcrctl_no_daemon();
 	if (o.json)
 		printf("]\n");
 	return 0;

@@ -116,6 +116,7 @@ expect "smcrctl conns --mode " $modes
 includes "smcrctl conns --mode " shm
 expect "smcrctl conns --mode t" tcp
 expect "smcrctl stats -i " ""
+expect "smcrctl top -d " ""
 expect "smcrctl conns --pid 1 --m" --mode
 
 # check HOST: host names (/etc/hosts among them); nothing after HOST.
