@@ -19,6 +19,7 @@
 #define SMCR_CONFIG_MAX_ADDRS 64
 #define SMCR_CONFIG_MAX_PORT_RANGES 64
 #define SMCR_CONFIG_MAX_MEMORY_MB 1048576u         /* 1 TiB: anything above is a typo */
+#define SMCR_CONFIG_MAX_PROCESSES 65536u          /* a uid's: more than a host's usual pid_max */
 #define SMCR_CONFIG_BUF_MIN_KIB 16u
 #define SMCR_CONFIG_BUF_MAX_KIB 1024u
 #define SMCR_CONFIG_LINE_MAX 4096                   /* room for 64 IPv6 prefixes */
@@ -56,6 +57,9 @@ struct smcr_config {
 	struct smcr_config_addr_list ip_addrs;
 	struct smcr_config_port_list ports;
 	uint32_t max_memory_mb;
+	uint32_t max_memory_per_user_pct;       /* of max_memory, for each uid but root's */
+	uint32_t max_memory_per_process_pct;    /* of max_memory, for each process but root's */
+	uint32_t max_processes_per_user;        /* control connections of each uid but root */
 	uint32_t rmb_size_kib;
 	uint32_t sndbuf_size_kib;
 	bool shm;                       /* same-host shared-memory transport */
@@ -73,6 +77,9 @@ enum smcr_config_key_id {
 	SMCR_KEY_IP_ADDR_LIST,
 	SMCR_KEY_PORT_RANGE_LIST,
 	SMCR_KEY_MAX_MEMORY,
+	SMCR_KEY_MAX_MEMORY_PER_USER,
+	SMCR_KEY_MAX_MEMORY_PER_PROCESS,
+	SMCR_KEY_MAX_PROCESSES_PER_USER,
 	SMCR_KEY_RMB_SIZE,
 	SMCR_KEY_SNDBUF_SIZE,
 	SMCR_KEY_SHM,

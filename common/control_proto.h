@@ -7,6 +7,8 @@
  * SO_PEERCRED.  A process stays registered, and keeps its memory grants, for
  * as long as its connection is open: when the process dies the kernel closes
  * it and smcrd takes everything back.  Only root may ask for a reload.
+ * A user's processes are held to its quotas (smcr.conf's
+ * max_memory_per_user, max_memory_per_process, max_processes_per_user).
  *
  * Shared-memory buffers (OFFER, ATTACH, WITHDRAW): the two ends of a TCP
  * connection on one host exchange a receive buffer through smcrd.  The owner
@@ -50,10 +52,14 @@ enum smcr_control_type {
 	SMCR_CONTROL_REGISTER = 1,      /* carries 0 or 1 fd: the process's statistics, a
 					   memfd of smcr_stats_region_size() bytes holding
 					   a struct smcr_stats (stats_region.h), sealed against
-					   SHRINK; reply carries 2 fds (SCM_RIGHTS): the
-					   handshake result map (read-only), the ownership
-					   map */
-	SMCR_CONTROL_GRANT,             /* reserve .bytes of buffer memory */
+					   SHRINK and GROW, every page allocated; reply carries
+					   2 fds (SCM_RIGHTS): the handshake result map
+					   (read-only), the ownership map.  A user with
+					   max_processes_per_user processes served already
+					   gets this reply unasked at connect, -EUSERS, and
+					   smcrd hangs up */
+	SMCR_CONTROL_GRANT,             /* reserve .bytes of buffer memory: -ENOMEM beyond
+					   max_memory or the user's or process's quota */
 	SMCR_CONTROL_RELEASE,           /* give .bytes back; no reply */
 	SMCR_CONTROL_STATUS,            /* reply: struct smcr_control_status */
 	SMCR_CONTROL_RELOAD,            /* root only: re-read the configuration file */

@@ -6,7 +6,10 @@
  * connection ends - normal exit, crash or SIGKILL alike, since the kernel
  * closes the socket - every grant it held is returned to the pool.
  * A client that sends a malformed request is disconnected; one that does not
- * read its replies is too (replies are never allowed to block smcrd).
+ * read its replies is too (replies are never allowed to block smcrd).  A
+ * user has at most max_processes_per_user clients, and its processes' grants
+ * stay within its quotas (quota.h); what its clients make smcrd log is
+ * rationed (smcrd_log_client).
  *
  * Requests may carry descriptors (SCM_RIGHTS): exactly as many as their type
  * takes, all closed once the request is served, whatever became of it, by
@@ -32,6 +35,7 @@
 #include "control_proto.h"
 #include "control_request.h"
 #include "daemon.h"
+#include "quota.h"
 #include "smcrd_log.h"
 
 #define PEAK_SAMPLE_MS 1000     /* how often the open connections are counted, while any are */
@@ -126,6 +130,34 @@ static void offer_ended(void *ctx, uint64_t owner, uint64_t bytes)
 	}
 }
 
+/* c's statistics region is not read again, nor counted when c leaves. */
+static void forget_region(struct smcrd_client *c)
+{
+	smcrd_stats_forget(c->stats);
+	c->stats = NULL;
+	smcrd_close_later(c->stats_fd);
+	c->stats_fd = -1;
+}
+
+/*
+ * Forgets c's statistics region if c punched holes in it since it
+ * registered: reading it all would fill them, in smcrd's memory.
+ */
+static void check_region(struct smcrd_client *c)
+{
+	if (!c->stats || smcrd_stats_whole(c->stats_fd))
+		return;
+	smcrd_log_client(c->uid, LOG_WARNING, "process %d (%s) punched holes in its statistics: "
+			 "no longer counted", (int)c->pid, c->comm);
+	forget_region(c);
+}
+
+static void check_regions(struct smcrd_control *ctl)
+{
+	for (size_t i = 0; i < ctl->nclients; i++)
+		check_region(&ctl->clients[i]);
+}
+
 static void drop_client(struct smcrd_control *ctl, size_t i)
 {
 	struct smcrd_client *c = &ctl->clients[i];
@@ -133,8 +165,11 @@ static void drop_client(struct smcrd_control *ctl, size_t i)
 	if (c->registered) {
 		smcrd_log(LOG_INFO, "process %d (%s) left; %llu bytes of buffer memory returned",
 			  (int)c->pid, c->comm, (unsigned long long)c->granted);
+		check_region(c);
 		smcrd_stats_exited(&ctl->stats, c->stats);
 	}
+	if (c->stats)
+		smcrd_close_later(c->stats_fd);
 	/* it may have been the last holder: its socket is gone now, or very soon */
 	smcrd_shm_sweep(&ctl->shm, c->id, offer_ended, ctl);
 	ctl->recheck_rounds = RECHECK_ROUNDS;   /* ends at once if it left no suspect */
@@ -258,7 +293,29 @@ static void recheck_suspects(struct smcrd_control *ctl)
 	ctl->recheck_at_ms = now_ms() + RECHECK_MS;
 }
 
-static void accept_clients(struct smcrd_control *ctl)
+/*
+ * Whether a client of cred's user may be served; if not, tells it why and
+ * lets it go: its REGISTER, sent or not yet, gets this as its reply
+ * (libsmcr reads it even once its send fails for the hang-up).
+ */
+static bool admitted(const struct smcrd_control *ctl, int fd, const struct ucred *cred,
+		     const struct smcrd_limits *l)
+{
+	struct smcr_control_msg m = { .version = SMCR_CONTROL_VERSION,
+				      .type = SMCR_CONTROL_REGISTER, .result = -EUSERS };
+	char comm[SMCR_COMM_LEN];
+
+	if (smcrd_quota_admits(ctl->clients, ctl->nclients, cred->uid, l, m.text, sizeof(m.text)))
+		return true;
+	(void)!send(fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL);
+	smcrd_close_later(fd);
+	read_comm(cred->pid, comm, sizeof(comm));
+	smcrd_log_client(cred->uid, LOG_WARNING, "process %d (%s) refused: %s", (int)cred->pid,
+			 comm, m.text);
+	return false;
+}
+
+static void accept_clients(struct smcrd_control *ctl, const struct smcrd_limits *l)
 {
 	for (;;) {
 		int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -273,6 +330,8 @@ static void accept_clients(struct smcrd_control *ctl)
 			smcrd_close_later(fd);
 			continue;
 		}
+		if (!admitted(ctl, fd, &cred, l))
+			continue;
 		if (ctl->nclients == ctl->capacity) {
 			size_t cap = ctl->capacity ? ctl->capacity * 2 : 16;
 			void *grown = realloc(ctl->clients, cap * sizeof(*ctl->clients));
@@ -285,7 +344,7 @@ static void accept_clients(struct smcrd_control *ctl)
 		}
 		struct smcrd_client *c = &ctl->clients[ctl->nclients++];
 		*c = (struct smcrd_client){ .fd = fd, .id = ++ctl->next_id, .pid = cred.pid,
-					    .uid = cred.uid };
+					    .uid = cred.uid, .stats_fd = -1 };
 		read_comm(c->pid, c->comm, sizeof(c->comm));
 	}
 }
@@ -302,25 +361,31 @@ static bool reply(const struct smcrd_client *c, const void *msg, size_t len, con
 	return sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len;
 }
 
-static bool fits(const struct smcrd_control *ctl, uint64_t bytes, uint64_t limit)
+/* Whether c may hold bytes more, under max_memory and the quotas; else why (size 0: not said). */
+static bool fits(const struct smcrd_control *ctl, const struct smcrd_client *c, uint64_t bytes,
+		 const struct smcrd_limits *l, char *why, size_t size)
 {
-	return bytes <= limit - ctl->used && ctl->used <= limit;
+	if (bytes > l->memory - ctl->used || ctl->used > l->memory) {
+		snprintf(why, size, "max_memory reached: %llu of %llu bytes in use",
+			 (unsigned long long)ctl->used, (unsigned long long)l->memory);
+		return false;
+	}
+	return smcrd_quota_allows(ctl->clients, ctl->nclients, c, bytes, l, why, size);
 }
 
 /*
- * Charges bytes to c, if max_memory allows, once the offers whose last
- * holder left without withdrawing them have ended; else says why in m.
+ * Charges bytes to c, if max_memory and the quotas allow, once the offers
+ * whose last holder left without withdrawing them have ended; else says
+ * why in m (-ENOMEM, whichever limit it is).
  */
 static bool grant(struct smcrd_control *ctl, struct smcrd_client *c, uint64_t bytes,
-		  uint64_t limit, struct smcr_control_msg *m)
+		  const struct smcrd_limits *l, struct smcr_control_msg *m)
 {
-	if (!fits(ctl, bytes, limit) && smcrd_shm_sweep(&ctl->shm, 0, offer_ended, ctl))
+	if (!fits(ctl, c, bytes, l, NULL, 0) && smcrd_shm_sweep(&ctl->shm, 0, offer_ended, ctl))
 		smcrd_log(LOG_INFO, "offers of closed sockets ended: %llu bytes in use",
 			  (unsigned long long)ctl->used);
-	if (!fits(ctl, bytes, limit)) {
+	if (!fits(ctl, c, bytes, l, m->text, sizeof(m->text))) {
 		m->result = -ENOMEM;
-		snprintf(m->text, sizeof(m->text), "max_memory reached: %llu of %llu bytes in use",
-			 (unsigned long long)ctl->used, (unsigned long long)limit);
 		return false;
 	}
 	ctl->used += bytes;
@@ -332,12 +397,12 @@ static bool grant(struct smcrd_control *ctl, struct smcrd_client *c, uint64_t by
 
 /* in: the TCP socket, the memfd, the channel, the state.  Checks, charges and records the offer. */
 static void offer(struct smcrd_control *ctl, struct smcrd_client *c, struct smcr_control_msg *m,
-		  const int *in, uint64_t limit)
+		  const int *in, const struct smcrd_limits *l)
 {
 	struct smcrd_shm_offer o;
 
 	m->result = smcrd_shm_check(&o, in, m->bytes, m->text, sizeof(m->text));
-	if (m->result || !grant(ctl, c, o.bytes, limit, m))
+	if (m->result || !grant(ctl, c, o.bytes, l, m))
 		return;
 	m->result = smcrd_shm_add(&ctl->shm, &o, in, c->id, &m->token);
 	if (!m->result)
@@ -490,10 +555,16 @@ static void register_client(struct smcrd_client *c, struct smcrd *d, struct smcr
 	c->registered = true;
 	if (nin && !c->stats) {         /* registered twice on one connection: keep the first */
 		c->stats = smcrd_stats_map(in[0], m->text, sizeof(m->text));
+		if (c->stats)           /* kept to look for holes punched later */
+			c->stats_fd = fcntl(in[0], F_DUPFD_CLOEXEC, 0);
+		if (c->stats && c->stats_fd < 0) {
+			forget_region(c);
+			snprintf(m->text, sizeof(m->text), "smcrd is short of descriptors");
+		}
 		if (!c->stats) {
 			m->result = -EINVAL;
-			smcrd_log(LOG_WARNING, "process %d (%s): %s", (int)c->pid, c->comm,
-				  m->text);
+			smcrd_log_client(c->uid, LOG_WARNING, "process %d (%s): %s", (int)c->pid,
+					 c->comm, m->text);
 			return;
 		}
 	}
@@ -548,11 +619,12 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 	static struct smcr_control_status st;   /* 30 KiB: not on the stack */
 	static struct smcr_control_conns conns;
 	struct smcr_control_stats stats;
-	const uint64_t limit = smcrd_memory_limit(d);
+	struct smcrd_limits l;
 	int fds[SMCR_CONTROL_MAX_FDS];
 	size_t nfds = 0;
 	bool ok;
 
+	smcrd_limits(d, &l);
 	m->result = 0;
 	m->text[0] = '\0';
 	switch (m->type) {
@@ -564,7 +636,7 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 		break;
 	case SMCR_CONTROL_GRANT:
 		c->registered = true;
-		grant(ctl, c, m->bytes, limit, m);
+		grant(ctl, c, m->bytes, &l, m);
 		break;
 	case SMCR_CONTROL_RELEASE:      /* not what its offers hold: WITHDRAW returns that */
 		give_back(ctl, c, m->bytes < c->granted - c->offered ? m->bytes
@@ -573,7 +645,7 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 	case SMCR_CONTROL_OFFER:
 		c->registered = true;
 		if (all_arrived(m, short_of_fds))
-			offer(ctl, c, m, in, limit);
+			offer(ctl, c, m, in, &l);
 		break;
 	case SMCR_CONTROL_ATTACH:
 		c->registered = true;
@@ -590,22 +662,25 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 		withdraw(ctl, c, m->token, nin ? in[0] : -1);
 		return true;                    /* no reply */
 	case SMCR_CONTROL_STATUS:
+		check_regions(ctl);
 		memset(&st, 0, sizeof(st));
 		smcrd_describe(d, &st);
 		describe_procs(ctl, c->uid, &st);
 		st.head = *m;
-		host_figures(ctl, d, &st.head, limit);
+		host_figures(ctl, d, &st.head, l.memory);
 		return reply(c, &st, sizeof(st), NULL, 0);
 	case SMCR_CONTROL_STATS:
+		check_regions(ctl);
 		memset(&stats, 0, sizeof(stats));
 		describe_stats(ctl, &stats);
 		stats.head = *m;
-		host_figures(ctl, d, &stats.head, limit);
+		host_figures(ctl, d, &stats.head, l.memory);
 		return reply(c, &stats, sizeof(stats), NULL, 0);
 	case SMCR_CONTROL_CONNS:
+		check_regions(ctl);
 		conns.head = *m;
 		smcrd_conns_page(ctl->clients, ctl->nclients, c->uid, m->token, &conns);
-		host_figures(ctl, d, &conns.head, limit);
+		host_figures(ctl, d, &conns.head, l.memory);
 		return reply(c, &conns, sizeof(conns), NULL, 0);
 	case SMCR_CONTROL_STATS_RESET:
 		reset_stats(ctl, c, m);
@@ -619,11 +694,11 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 		}
 		break;
 	default:
-		smcrd_log(LOG_WARNING, "process %d (%s): unknown request type %u", (int)c->pid,
-			  c->comm, m->type);
+		smcrd_log_client(c->uid, LOG_WARNING, "process %d (%s): unknown request type %u",
+				 (int)c->pid, c->comm, m->type);
 		return false;
 	}
-	host_figures(ctl, d, m, limit);
+	host_figures(ctl, d, m, l.memory);
 	ok = reply(c, m, sizeof(*m), fds, nfds);
 	for (size_t i = 0; i < nfds; i++)
 		close(fds[i]);
@@ -643,8 +718,8 @@ static bool serve_request(struct smcrd_control *ctl, struct smcrd_client *c, str
 		return errno == EAGAIN || errno == EINTR;
 	if (!smcrd_request_well_formed(&m, n, nin, cut, &short_of_fds)) {
 		if (n > 0)
-			smcrd_log(LOG_WARNING, "process %d (%s): malformed request (%zd bytes, "
-				  "%zu descriptors)", (int)c->pid, c->comm, n, nin);
+			smcrd_log_client(c->uid, LOG_WARNING, "process %d (%s): malformed request "
+					 "(%zd bytes, %zu descriptors)", (int)c->pid, c->comm, n, nin);
 		ok = false;             /* n == 0: the process closed its end */
 	} else {
 		ok = answer(ctl, c, d, &m, in, nin, short_of_fds);
@@ -668,8 +743,12 @@ void smcrd_control_serve(struct smcrd_control *ctl, const struct pollfd *pfd, st
 		if (!(ev & POLLIN) || !serve_request(ctl, &ctl->clients[i], d))
 			drop_client(ctl, i);
 	}
-	if (pfd[0].revents & POLLIN)
-		accept_clients(ctl);
+	if (pfd[0].revents & POLLIN) {
+		struct smcrd_limits l;
+
+		smcrd_limits(d, &l);
+		accept_clients(ctl, &l);
+	}
 	recheck_suspects(ctl);
 	/* At every request: grants come with connections, so peaks are seen near enough. */
 	smcrd_stats_sample(&ctl->stats, sum_live(ctl, NULL));

@@ -1,6 +1,7 @@
 /*
  * control.h - smcrd's control socket: the registry of processes using smcr,
- * their buffer-memory grants against max_memory, the shared-memory buffers
+ * their buffer-memory grants against max_memory and their user's and their
+ * own quotas (quota.h), the shared-memory buffers
  * they offer each other (shm_broker.h), their statistics (stats_agg.h),
  * status, statistics and reload requests
  * (protocol: common/control_proto.h).
@@ -30,6 +31,7 @@ struct smcrd_client {
 	uint64_t offered;               /* of which its offers hold (released only by WITHDRAW) */
 	bool registered;                /* a process using smcr, not a passing smcrctl */
 	const struct smcr_stats *stats; /* its counters, mapped read-only; NULL: none */
+	int stats_fd;                   /* their memfd, to look for holes (stats_agg.h); or -1 */
 	char comm[SMCR_COMM_LEN];
 };
 

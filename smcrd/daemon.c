@@ -15,6 +15,7 @@
 #include "daemon.h"
 #include "interfaces.h"
 #include "negotiation.h"
+#include "quota.h"
 #include "smcrd_log.h"
 
 void smcrd_announce(const char *what, const struct smcrd *d)
@@ -25,9 +26,16 @@ void smcrd_announce(const char *what, const struct smcrd *d)
 		  d->cfg.max_memory_mb);
 }
 
-uint64_t smcrd_memory_limit(const struct smcrd *d)
+void smcrd_limits(const struct smcrd *d, struct smcrd_limits *l)
 {
-	return (uint64_t)d->cfg.max_memory_mb << 20;
+	const uint64_t memory = (uint64_t)d->cfg.max_memory_mb << 20;
+
+	*l = (struct smcrd_limits){
+		.memory = memory,
+		.memory_per_user = memory * d->cfg.max_memory_per_user_pct / 100,
+		.memory_per_process = memory * d->cfg.max_memory_per_process_pct / 100,
+		.processes_per_user = d->cfg.max_processes_per_user,
+	};
 }
 
 uint32_t smcrd_transports(const struct smcrd *d)

@@ -17,6 +17,7 @@
 
 struct smcr_control_status;
 struct smcrd_interfaces;
+struct smcrd_limits;
 struct smcr_negotiation;
 
 struct smcrd {
@@ -34,8 +35,8 @@ struct smcrd {
 /* Logs what ("loaded", "reloaded") with the configuration's main figures. */
 void smcrd_announce(const char *what, const struct smcrd *d);
 
-/* max_memory in bytes. */
-uint64_t smcrd_memory_limit(const struct smcrd *d);
+/* max_memory and the quotas (quota.h), in bytes and clients. */
+void smcrd_limits(const struct smcrd *d, struct smcrd_limits *l);
 /* SMCR_CONTROL_SHM | SMCR_CONTROL_RDMA, as the configuration allows. */
 uint32_t smcrd_transports(const struct smcrd *d);
 

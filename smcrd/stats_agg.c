@@ -16,9 +16,19 @@ void smcrd_stats_init(struct smcrd_stats_agg *a)
 	*a = (struct smcrd_stats_agg){ .since = time(NULL) };
 }
 
-const struct smcr_stats *smcrd_stats_map(int memfd, char *why, size_t size)
+bool smcrd_stats_whole(int memfd)
+{
+	struct stat st;
+
+	return fstat(memfd, &st) == 0 &&
+	       (uint64_t)st.st_blocks * 512 >= smcr_stats_region_size();
+}
+
+/* Whether memfd can be a region: sealed, of exactly our size, allocated; else why not. */
+static bool fit(int memfd, char *why, size_t size)
 {
 	const size_t bytes = smcr_stats_region_size();
+	const int fixed = F_SEAL_SHRINK | F_SEAL_GROW;
 	struct stat st;
 	/*
 	 * F_GET_SEALS first: it works on memfds only and asks no file system.
@@ -27,15 +37,30 @@ const struct smcr_stats *smcrd_stats_map(int memfd, char *why, size_t size)
 	 */
 	int seals = fcntl(memfd, F_GET_SEALS);
 
-	if (seals < 0 || fstat(memfd, &st) || !S_ISREG(st.st_mode) || !(seals & F_SEAL_SHRINK)) {
-		snprintf(why, size, "the statistics are not a memfd sealed against shrinking");
-		return NULL;
+	if (seals < 0 || fstat(memfd, &st) || !S_ISREG(st.st_mode) || (seals & fixed) != fixed) {
+		snprintf(why, size, "the statistics are not a memfd sealed against shrinking and "
+			 "growing");
+		return false;
 	}
 	if ((uint64_t)st.st_size != bytes) {
 		snprintf(why, size, "the statistics memfd holds %lld bytes, not %zu",
 			 (long long)st.st_size, bytes);
-		return NULL;
+		return false;
 	}
+	/* A hole would be filled by our reads, in our memory: its owner pays for its pages. */
+	if (!smcrd_stats_whole(memfd)) {
+		snprintf(why, size, "the statistics memfd is not fully allocated (fallocate it)");
+		return false;
+	}
+	return true;
+}
+
+const struct smcr_stats *smcrd_stats_map(int memfd, char *why, size_t size)
+{
+	const size_t bytes = smcr_stats_region_size();
+
+	if (!fit(memfd, why, size))
+		return NULL;
 	const struct smcr_stats *s = mmap(NULL, bytes, PROT_READ, MAP_SHARED, memfd, 0);
 	if (s == MAP_FAILED) {
 		snprintf(why, size, "cannot map the statistics memfd");
@@ -51,6 +76,11 @@ const struct smcr_stats *smcrd_stats_map(int memfd, char *why, size_t size)
 	return s;
 }
 
+void smcrd_stats_forget(const struct smcr_stats *region)
+{
+	munmap((void *)region, smcr_stats_region_size());
+}
+
 void smcrd_stats_exited(struct smcrd_stats_agg *a, const struct smcr_stats *region)
 {
 	struct smcr_stats_counts last = { 0 };
@@ -59,7 +89,7 @@ void smcrd_stats_exited(struct smcrd_stats_agg *a, const struct smcr_stats *regi
 	if (!region)
 		return;
 	smcr_stats_accumulate(&last, region);
-	munmap((void *)region, smcr_stats_region_size());
+	smcrd_stats_forget(region);
 	/* its links went with it (the peers saw them fail): links - links_ended stays "up now" */
 	if (last.rdma.links > last.rdma.links_ended)
 		last.rdma.links_ended = last.rdma.links;

@@ -5,14 +5,19 @@
  * baseline taken at the last reset (entstat -r: later readers see zero).
  *
  * A region is another process's memory: it may change under us or hold any
- * value.  It is checked once (a sealed memfd of exactly the expected size,
- * so reading it cannot fault) and its values are only ever added up or
- * shown; the few used as bounds or indexes (its connection table's) are
- * capped first (stats_sum.c, conns.c).
+ * value.  It is checked once (a memfd of exactly the expected size, sealed
+ * against shrinking and growing, so reading it cannot fault; and fully
+ * allocated, so that its pages are charged to its process, not to smcrd
+ * when it reads them) and its values are only ever added up or shown; the
+ * few used as bounds or indexes (its connection table's) are capped first
+ * (stats_sum.c, conns.c).  A process may still punch holes into it later:
+ * smcrd keeps its memfd and looks again (smcrd_stats_whole) before reading
+ * all of it.
  */
 #ifndef SMCRD_STATS_AGG_H
 #define SMCRD_STATS_AGG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -34,9 +39,15 @@ void smcrd_stats_init(struct smcrd_stats_agg *a);
 
 /*
  * Maps a registering process's statistics memfd read-only; NULL (and why in
- * why) if it is not a sealed memfd holding our layout.
+ * why) if it is not a sealed, fully allocated memfd holding our layout.
  */
 const struct smcr_stats *smcrd_stats_map(int memfd, char *why, size_t size);
+
+/* Whether a region's memfd still has every page allocated (no hole punched since). */
+bool smcrd_stats_whole(int memfd);
+
+/* Unmaps a region without reading it: its process punched holes in it. */
+void smcrd_stats_forget(const struct smcr_stats *region);
 
 /*
  * A registered process is gone: its counts (region may be NULL) join the

@@ -132,8 +132,17 @@ static int exchange_locked(struct smcr_control_msg *m, const int *out, size_t no
 	for (size_t i = 0; i < nin; i++)
 		in[i] = -1;
 	m->version = SMCR_CONTROL_VERSION;
-	if (!send_locked(m, out, nout, MSG_DONTWAIT) || !reply_ready(&p) ||
-	    REAL(recvmsg)(ctl_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT) != sizeof(*m))
+	/*
+	 * smcrd may hang up after saying why (a user over its quota): our send
+	 * then fails (EPIPE), or, had it arrived first, our first receive
+	 * (ECONNRESET) and the reply is next.
+	 */
+	if ((!send_locked(m, out, nout, MSG_DONTWAIT) && errno != EPIPE) || !reply_ready(&p))
+		return -1;
+	ssize_t n = REAL(recvmsg)(ctl_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0 && errno == ECONNRESET)
+		n = REAL(recvmsg)(ctl_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n != sizeof(*m))
 		return -1;
 	smcr_control_take_fds(&mh, in, nin, close_fd);    /* extra ones are not ours to keep */
 	return 0;

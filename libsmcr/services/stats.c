@@ -7,8 +7,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 
+#include "filter.h"
 #include "real.h"
 #include "stats.h"
 #include "sys.h"
@@ -24,11 +27,18 @@ _Atomic(struct smcr_stats *) smcr_stats_live = &local;
 
 struct smcr_stats *smcr_stats_region_new(int *fd)
 {
+	static const uint64_t fallocate_args[6] = { 0, 0 };
 	const size_t size = smcr_stats_region_size();
 
 	*fd = smcr_sys_memfd_sealed(size);
 	if (*fd < 0)
 		return NULL;
+	/* smcrd takes no region with holes: its reads would fill them, in its memory. */
+	if (!smcr_filter_permits(SYS_fallocate, fallocate_args) || fallocate(*fd, 0, 0, (off_t)size)) {
+		REAL(close)(*fd);
+		*fd = -1;
+		return NULL;
+	}
 	struct smcr_stats *region = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
 	if (region == MAP_FAILED) {
 		REAL(close)(*fd);

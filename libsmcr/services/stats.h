@@ -38,8 +38,9 @@ static inline struct smcr_stats *smcr_stats_now(void)
 
 /*
  * A new shared region for a registration: *fd is its memfd (sealed against
- * shrinking and growing, to send to smcrd and then close), the return value
- * its mapping; NULL if none could be made (the counters stay private).
+ * shrinking and growing, every page allocated, so charged to this process;
+ * to send to smcrd and then close), the return value its mapping; NULL if
+ * none could be made (the counters stay private).
  */
 struct smcr_stats *smcr_stats_region_new(int *fd);
 

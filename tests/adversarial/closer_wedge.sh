@@ -127,19 +127,6 @@ if until_true eval '[ "$(fds)" -le $((before + 8)) ]'; then
 else
 	fail "smcrd holds $(fds) descriptors after the attack, $before before"
 fi
-if timeout 10 "$BIN/smcrctl" status > "$WORK/status.out" 2>&1; then
-	pass "smcrctl status answers"
-else
-	fail "smcrctl status: $(cat "$WORK/status.out")"
-fi
-start_bg server smcr socat "TCP-LISTEN:$PORT,reuseaddr,fork,bind=$TEST_ADDR" EXEC:cat
-server=$LAST_PID
-wait_listen "$PORT" "$server" || finish
-run_mode smcr timeout 60 "$PY" "$SRC/tests/integration/echo_clients.py" "$TEST_ADDR" "$PORT" \
-	"$CONNS" 2 4096 > "$WORK/client.out" 2> "$WORK/client.err"
-expect_eq "client exit status" "$?" 0
-expect_eq "echoes" "$(cat "$WORK/client.out")" "echoes the same: $CONNS"
-on_transport "after the attack" "$CONNS" $((CONNS * 4096))
-fallbacks_seen
+victim_unharmed "after the attack" "$PORT" "$CONNS" 4096
 stop_bg "$attacker"
 finish

@@ -34,6 +34,8 @@
 #   until_true CMD...  up to 5 s for CMD to succeed
 #   test_user NAME     $TEST_UID: an unprivileged system user NAME, created
 #                      for the test (if missing) and removed at exit
+#   victim_unharmed NAME PORT CONNS BYTES   after an attack: root's
+#                      preloaded connections still go over the transport
 #   pass MSG / fail MSG / finish
 #
 # What a test cannot miss (checked by finish, whatever the test asserted):
@@ -135,6 +137,28 @@ test_user() {
 		CREATED_USERS+=("$1")
 	fi
 	TEST_UID=$(id -u "$1")
+}
+
+# victim_unharmed NAME PORT CONNS BYTES: after an attack (tests/adversarial),
+# a root client and server, both preloaded (echo_clients.py, socat echoing
+# on PORT), make CONNS connections of BYTES each over $TEST_TRANSPORT,
+# byte-exact, with no fallback (each one seen is printed with its reason),
+# and `smcrctl status` answers.
+victim_unharmed() {
+	local name=$1 port=$2 conns=$3 bytes=$4
+	if timeout 10 "$BIN/smcrctl" status > "$WORK/status.out" 2>&1; then
+		pass "$name: smcrctl status answers"
+	else
+		fail "$name: smcrctl status: $(cat "$WORK/status.out")"
+	fi
+	start_bg victim-server smcr socat "TCP-LISTEN:$port,reuseaddr,fork,bind=$TEST_ADDR" EXEC:cat
+	wait_listen "$port" "$LAST_PID" || return
+	run_mode smcr timeout 60 "$PY" "$SRC/tests/integration/echo_clients.py" "$TEST_ADDR" "$port" \
+		"$conns" 2 "$bytes" > "$WORK/victim.out" 2> "$WORK/victim.err"
+	expect_eq "$name: client exit status" "$?" 0
+	expect_eq "$name: echoes" "$(cat "$WORK/victim.out")" "echoes the same: $conns"
+	on_transport "$name" "$conns" $((conns * bytes))
+	fallbacks_seen
 }
 
 pass() { echo "PASS: $*"; }

@@ -188,7 +188,7 @@ check "after smcrd exits: 'saved; smcrd not running' ($out)" test "$out" = "save
 
 # --- smcrd refuses an invalid file at start ------------------------------------
 sed -i 's/^max_memory = .*/max_memory = 0/' "$CONF"
-line=$(grep -n '^max_memory' "$CONF" | cut -d: -f1)
+line=$(grep -n '^max_memory =' "$CONF" | cut -d: -f1)
 out=$("${SMCRD[@]}" -f -c "$CONF" 2>&1); rc=$?
 check "smcrd refuses an invalid file (exit $rc): $out" \
 	test $rc -eq 1 -a "$out" = "smcrd: $CONF:$line: max_memory: '0' is out of range (1-1048576 MB)"

@@ -61,6 +61,9 @@ static void defaults(void **state)
 	assert_int_equal(cfg.ip_addrs.n, 0);
 	assert_int_equal(cfg.ports.n, 0);
 	assert_int_equal(cfg.max_memory_mb, 256);
+	assert_int_equal(cfg.max_memory_per_user_pct, 50);
+	assert_int_equal(cfg.max_memory_per_process_pct, 50);
+	assert_int_equal(cfg.max_processes_per_user, 256);
 	assert_int_equal(cfg.rmb_size_kib, 64);
 	assert_int_equal(cfg.sndbuf_size_kib, 64);
 	assert_true(cfg.shm);
@@ -106,6 +109,9 @@ static const struct value_case accepted[] = {
 	{ "max_memory", "1", "1" },
 	{ "max_memory", "1048576", "1048576" },
 	{ "max_memory", "0256", "256" },
+	{ "max_memory_per_user", "100", "100" },
+	{ "max_memory_per_process", "1", "1" },
+	{ "max_processes_per_user", "65536", "65536" },
 	{ "rmb_size", "16", "16" },
 	{ "rmb_size", "1024", "1024" },
 	{ "sndbuf_size", "128", "128" },
@@ -149,6 +155,10 @@ static const struct value_case refused[] = {
 	{ "max_memory", "99999999999999999999", "'99999999999999999999' is out of range (1-1048576 MB)" },
 	{ "max_memory", "0", "'0' is out of range (1-1048576 MB)" },
 	{ "max_memory", "1048577", "'1048577' is out of range (1-1048576 MB)" },
+	{ "max_memory_per_user", "0", "'0' is out of range (1-100 percent)" },
+	{ "max_memory_per_process", "101", "'101' is out of range (1-100 percent)" },
+	{ "max_memory_per_user", "50%", "'50%' is not a whole number of percent" },
+	{ "max_processes_per_user", "0", "'0' is out of range (1-65536 processes)" },
 	{ "rmb_size", "8", "'8' is out of range (16-1024 KiB)" },
 	{ "rmb_size", "2048", "'2048' is out of range (16-1024 KiB)" },
 	{ "rmb_size", "48", "'48' is not a power of two (16-1024 KiB)" },

@@ -1,14 +1,18 @@
 /*
  * Unit tests of smcrd's sums of the statistics (smcrd/stats_agg.c): the
  * RDMA link gauge of live processes, the links of an exited process
- * counted as ended, a reset that leaves the gauge alone, and sums that a
- * region's writer cannot wrap round.
+ * counted as ended, a reset that leaves the gauge alone, sums that a
+ * region's writer cannot wrap round, and the regions smcrd takes: sealed,
+ * fully allocated (and found out once holes are punched in them).
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "control_proto.h"
@@ -92,12 +96,58 @@ static void rewritten_region_cannot_wrap_sums(void **state)
 	munmap(hostile, smcr_stats_region_size());
 }
 
+/* A region's memfd as libsmcr makes it, allocated or not, with the seals given. */
+static int region_memfd(bool allocated, int seals)
+{
+	const size_t size = smcr_stats_region_size();
+	struct smcr_stats head = { .layout = SMCR_STATS_LAYOUT, .size = sizeof(struct smcr_stats) };
+	int fd = memfd_create("test-stats", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)size), 0);
+	assert_int_equal(allocated ? fallocate(fd, 0, 0, (off_t)size) : 0, 0);
+	assert_int_equal(pwrite(fd, &head, offsetof(struct smcr_stats, word), 0),
+			 (ssize_t)offsetof(struct smcr_stats, word));
+	assert_int_equal(fcntl(fd, F_ADD_SEALS, seals), 0);
+	return fd;
+}
+
+static void region_admission(void **state)
+{
+	const int fixed = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+	const size_t size = smcr_stats_region_size();
+	char why[240];
+	int fd;
+
+	(void)state;
+	fd = region_memfd(false, fixed);
+	assert_null(smcrd_stats_map(fd, why, sizeof(why)));
+	assert_string_equal(why, "the statistics memfd is not fully allocated (fallocate it)");
+	close(fd);
+	fd = region_memfd(true, F_SEAL_SHRINK);
+	assert_null(smcrd_stats_map(fd, why, sizeof(why)));
+	assert_string_equal(why, "the statistics are not a memfd sealed against shrinking and "
+				 "growing");
+	close(fd);
+
+	fd = region_memfd(true, fixed);
+	const struct smcr_stats *s = smcrd_stats_map(fd, why, sizeof(why));
+	assert_non_null(s);
+	assert_true(smcrd_stats_whole(fd));
+	assert_int_equal(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4096,
+				   (off_t)size - 4096), 0);
+	assert_false(smcrd_stats_whole(fd));
+	smcrd_stats_forget(s);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(rdma_links),
 		cmocka_unit_test(rdma_links_nonsense),
 		cmocka_unit_test(rewritten_region_cannot_wrap_sums),
+		cmocka_unit_test(region_admission),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
