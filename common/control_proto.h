@@ -102,7 +102,9 @@ struct smcr_control_msg {
 	uint64_t token;                 /* OFFER reply, ATTACH, WITHDRAW: names an offer */
 	uint32_t transports;            /* replies: SMCR_CONTROL_SHM | SMCR_CONTROL_RDMA, the
 					   transports smcr.conf allows (keys shm, rdma) */
-	uint32_t reserved;
+	uint32_t rmb_kib;               /* replies: smcr.conf's rmb_size, KiB: the receive
+					   buffer of a connection whose application did not
+					   ask for one (SO_RCVBUF) */
 	char text[240];                 /* replies: why a request was refused */
 };
 

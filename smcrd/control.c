@@ -599,13 +599,17 @@ static bool all_arrived(struct smcr_control_msg *m, bool short_of_fds)
 	return !short_of_fds;
 }
 
-/* What every reply says of the host: memory in use, max_memory, the transports allowed. */
+/*
+ * What every reply says of the host: memory in use, max_memory, the
+ * transports allowed, the receive buffer size.
+ */
 static void host_figures(const struct smcrd_control *ctl, const struct smcrd *d,
 			 struct smcr_control_msg *head, uint64_t limit)
 {
 	head->bytes = ctl->used;
 	head->limit = limit;
 	head->transports = smcrd_transports(d);
+	head->rmb_kib = d->cfg.rmb_size_kib;
 }
 
 /*

@@ -111,6 +111,15 @@ void smcr_fd_set_reason(int fd, uint32_t reason)
 		atomic_store_explicit(&slot->reason, reason, memory_order_relaxed);
 }
 
+bool smcr_fd_set_rcvbuf(int fd, uint32_t bytes)
+{
+	struct smcr_fd_slot *slot = slot_of(fd, true);
+
+	if (slot)
+		atomic_store_explicit(&slot->rcvbuf, bytes, memory_order_relaxed);
+	return slot != NULL;
+}
+
 bool smcr_fd_set_record(int fd, uint32_t id)
 {
 	struct smcr_fd_slot *slot = slot_of(fd, true);
@@ -162,6 +171,7 @@ void smcr_fd_forget(int fd)
 		refs()->before_forget(fd);      /* an instance leaves those it is nested in too */
 	atomic_store_explicit(&slot->state, SMCR_FD_UNKNOWN, memory_order_relaxed);
 	atomic_store_explicit(&slot->reason, 0, memory_order_relaxed);
+	atomic_store_explicit(&slot->rcvbuf, 0, memory_order_relaxed);
 	/* the common case, no objects, costs three loads */
 	if (atomic_load_explicit(&slot->conn, memory_order_relaxed))
 		refs()->record_drop(atomic_exchange_explicit(&slot->conn, 0, memory_order_relaxed));
@@ -222,6 +232,7 @@ void smcr_fd_copy(int oldfd, int newfd)
 	if (state == SMCR_FD_UNKNOWN || !smcr_fd_set(newfd, state))
 		return;
 	smcr_fd_set_reason(newfd, reason_of(oldfd));
+	smcr_fd_set_rcvbuf(newfd, smcr_fd_rcvbuf(oldfd));
 	if (record) {
 		refs()->record_hold(record);
 		smcr_fd_set_record(newfd, record);

@@ -67,6 +67,7 @@ struct smcr_fd_slot {
 	_Atomic(struct smcr_sock *) sock;       /* a connection that negotiated SMC (smc_sock.h) */
 	_Atomic(struct smcr_epoll *) epoll;     /* an epoll instance (readiness.h) */
 	_Atomic(int *) keeper;          /* SMCR_FD_OWN: where its holder keeps the number (sys.h) */
+	_Atomic uint32_t rcvbuf;        /* TCP: the SO_RCVBUF the application set (0: none) */
 };
 
 extern _Atomic(struct smcr_fd_slot *) smcr_fd_chunks[SMCR_FD_CHUNKS];
@@ -147,6 +148,21 @@ static inline int *smcr_fd_keeper(int fd)
 
 /* Records the fallback reason of a connection (0: none, or SMC). */
 void smcr_fd_set_reason(int fd, uint32_t reason);
+
+/*
+ * The receive buffer the application asked for on fd (SO_RCVBUF, in bytes,
+ * as it passed it; 0: it did not ask), which a connection's RMB follows.
+ * An accepted socket takes its listener's, as the kernel's does.
+ */
+static inline uint32_t smcr_fd_rcvbuf(int fd)
+{
+	struct smcr_fd_slot *slot = smcr_fd_slot_peek(fd);
+
+	return slot ? atomic_load_explicit(&slot->rcvbuf, memory_order_relaxed) : 0;
+}
+
+/* Records SO_RCVBUF bytes asked on fd; false if it cannot be tracked. */
+bool smcr_fd_set_rcvbuf(int fd, uint32_t bytes);
 
 /*
  * The descriptor number was closed: forget what it was, and drop its

@@ -101,6 +101,7 @@ static void accepted(int lfd, int fd, const struct sockaddr *addr, const socklen
 		return;
 	}
 	smcr_stat_add(tcp_servers, 1);
+	smcr_fd_set_rcvbuf(fd, smcr_fd_rcvbuf(lfd));
 	if (smcr_debugging()) {
 		struct sockaddr_storage peer;
 		socklen_t peer_len = sizeof(peer);
@@ -336,6 +337,10 @@ int setsockopt(int fd, int level, int name, const void *value, socklen_t len)
 
 	if (rc == 0 && sk)
 		smcr_sock_setsockopt(sk, level, name, value, len);
+	/* before connect or listen: the RMB of its connections follows it */
+	if (rc == 0 && level == SOL_SOCKET && name == SO_RCVBUF && len >= (socklen_t)sizeof(int) &&
+	    !sk && smcr_fd_state_is_tcp(classify(fd)))
+		smcr_fd_set_rcvbuf(fd, *(const int *)value > 0 ? (uint32_t)*(const int *)value : 0);
 	return rc;
 }
 

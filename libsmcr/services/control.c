@@ -57,6 +57,8 @@ static void unlock_here(void)
 	pthread_mutex_unlock(&lock);
 }
 static _Atomic int ctl_fd = -1, result_fd = -1, owned_fd = -1;
+/* smcr.conf's rmb_size (KiB), from smcrd's latest reply; 0: none yet */
+static _Atomic uint32_t rmb_kib;
 static time_t next_attempt;             /* CLOCK_MONOTONIC_COARSE seconds */
 
 static time_t now_coarse(void)
@@ -145,7 +147,14 @@ static int exchange_locked(struct smcr_control_msg *m, const int *out, size_t no
 	if (n != sizeof(*m))
 		return -1;
 	smcr_control_take_fds(&mh, in, nin, close_fd);    /* extra ones are not ours to keep */
+	if (m->rmb_kib)
+		atomic_store_explicit(&rmb_kib, m->rmb_kib, memory_order_relaxed);
 	return 0;
+}
+
+uint32_t smcr_control_rmb_bytes(void)
+{
+	return atomic_load_explicit(&rmb_kib, memory_order_relaxed) * 1024u;
 }
 
 /*

@@ -41,6 +41,12 @@ bool smcr_control_alive(void);
 /* Reserves bytes of buffer memory: 0, -ENOMEM (max_memory reached) or -ENOTCONN. */
 int smcr_control_grant(uint64_t bytes);
 
+/*
+ * smcr.conf's rmb_size in bytes, as smcrd's latest reply said it (a
+ * reload reaches a process at its next request); 0 before any reply.
+ */
+uint32_t smcr_control_rmb_bytes(void);
+
 /* Returns bytes to smcrd's pool. */
 void smcr_control_release(uint64_t bytes);
 

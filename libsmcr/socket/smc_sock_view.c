@@ -59,11 +59,25 @@
 #include "sys.h"
 
 /*
- * Our receive buffer: 256 KiB, large enough for a stream to move in big
- * steps with few wake-ups, small enough for thousands of connections
- * within a usual max_memory.
+ * Our receive buffer: as large as the application asked (SO_RCVBUF, set
+ * before connect or listen, as the kernel's SMC takes it), else
+ * smcr.conf's rmb_size; rounded up to a size class, 16 KiB to 1 MiB.
+ * Without a word from smcrd (none yet): 256 KiB.
  */
-#define RMB_SIZE_CLASS 4
+#define RMB_CLASS_UNSAID 4
+
+static unsigned int rmb_class_for(int fd)
+{
+	uint32_t asked = smcr_fd_rcvbuf(fd), bytes = asked ? asked : smcr_control_rmb_bytes();
+
+	return bytes ? smc_rmb_size_class(bytes, SMC_RMB_MAX_CLASS_D) : RMB_CLASS_UNSAID;
+}
+
+/* The size class of the RMB this process's view has (0 bytes: none). */
+static unsigned int rmb_class(const struct smcr_sock *sk)
+{
+	return smc_rmb_size_class(sk->conn.rmb_size, SMC_RMB_MAX_CLASS_D);
+}
 
 /*
  * A transport may register a staging buffer beside the RMB (RDMA: the side
@@ -71,7 +85,10 @@
  * size: granted by smcrd against max_memory for as long as this process
  * holds the connection's view, as the offer's grant stands for the RMB.
  */
-#define STAGING_BYTES smc_rmb_size(RMB_SIZE_CLASS)
+static uint64_t staging_bytes(const struct smcr_sock *sk)
+{
+	return sk->conn.rmb_size;
+}
 
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -170,13 +187,14 @@ static void close_channel(struct smcr_wake_channel ch)
 /* Our buffer for fd's connection, with the state memfd, on offer; the reason if not. */
 static enum smcr_reason offer(struct smcr_sock *sk, int fd, int state_fd)
 {
-	uint64_t bytes = smc_shm_region_size(RMB_SIZE_CLASS);
+	unsigned int size_class = rmb_class_for(fd);
+	uint64_t bytes = smc_shm_region_size(size_class);
 	struct smcr_wake_channel ch = SMCR_NO_WAKE_CHANNEL;
 	int memfd = smcr_sys_memfd_sealed(bytes), rc = memfd < 0 ? memfd : wake_channel(&ch);
 
 	if (rc)
 		goto fail;
-	rc = sk->conn.ops->create_rmb(&sk->conn, RMB_SIZE_CLASS, memfd, ch);
+	rc = sk->conn.ops->create_rmb(&sk->conn, size_class, memfd, ch);
 	if (rc)
 		goto fail;
 	/* the transport's now, kept where it keeps them */
@@ -327,6 +345,7 @@ static enum smcr_reason setup_offers(void *ctx, enum smc_type *type, struct smc_
 static enum smcr_reason move_to(struct smcr_sock *sk, const struct smc_transport_ops *t,
 				const struct smc_clc_local *peer)
 {
+	unsigned int size_class = rmb_class(sk);
 	int rc;
 
 	if (sk->conn.ops == t)
@@ -334,8 +353,11 @@ static enum smcr_reason move_to(struct smcr_sock *sk, const struct smc_transport
 	sk->conn.ops->release(&sk->conn);
 	sk->conn.ops = t;
 	sk->sh->transport = t->id;
-	rc = t->create_rmb(&sk->conn, RMB_SIZE_CLASS, -1, SMCR_NO_WAKE_CHANNEL);
-	if (!rc && t->setup.staging && (rc = smcr_control_grant(STAGING_BYTES)) != 0)
+	/* the same size, as far as the transport goes (SMC-R: 512 KiB) */
+	if (size_class > SMC_RMB_MAX_CLASS_R)
+		size_class = SMC_RMB_MAX_CLASS_R;
+	rc = t->create_rmb(&sk->conn, size_class, -1, SMCR_NO_WAKE_CHANNEL);
+	if (!rc && t->setup.staging && (rc = smcr_control_grant(staging_bytes(sk))) != 0)
 		t->release(&sk->conn);	/* nothing granted to give back */
 	if (!rc && peer && t->setup.join_peer)
 		rc = t->setup.join_peer(&sk->conn, peer, &sk->first_contact);
@@ -360,7 +382,7 @@ static enum smcr_reason setup_describe(void *ctx, struct smc_clc_accept_confirm 
 {
 	struct smcr_sock *sk = ctx;
 
-	if (sk->conn.ops->setup.describe(&sk->conn, sk->sh->token, RMB_SIZE_CLASS, ours))
+	if (sk->conn.ops->setup.describe(&sk->conn, sk->sh->token, rmb_class(sk), ours))
 		return SMCR_REASON_INTERR;
 	ours->first_contact = sk->first_contact;
 	return SMCR_REASON_NONE;
@@ -424,11 +446,11 @@ static enum smcr_reason setup_reach(void *ctx)
 /* Lets go of this process's view of the transport, and of what it was granted. */
 static void release_view(struct smcr_sock *sk)
 {
-	bool staging = sk->conn.ops->setup.staging;
+	uint64_t staging = sk->conn.ops->setup.staging ? staging_bytes(sk) : 0;
 
 	sk->conn.ops->release(&sk->conn);
 	if (staging)
-		smcr_control_release(STAGING_BYTES);
+		smcr_control_release(staging);
 }
 
 /* Gives our buffer back: the connection stays on TCP, or is over. */
@@ -653,7 +675,7 @@ void smcr_sock_adopt(int fd, bool active)
 		if (phase_of(sk) <= SMCR_SOCK_SMC && view_transport(sk, fd, fds, n))
 			sk->lost = true;
 		if (phase_of(sk) == SMCR_SOCK_SMC && !sk->lost)
-			smcr_conn_table_smc_taken(&sk->conn, RMB_SIZE_CLASS);
+			smcr_conn_table_smc_taken(&sk->conn, rmb_class(sk));
 		smc_conn_unlock(&sk->conn);
 		smcr_log(SMCR_LOG_DEBUG, "fd %d: carrying on with its %s connection (%s)", fd,
 			 active ? "client" : "server", sk->lost ? "lost" : "whole");
@@ -798,7 +820,7 @@ static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 
 	if (state == SMC_SETUP_DONE) {
 		sk->conn.sock = fd;
-		smcr_conn_table_smc_opened(&sk->conn, sk->sh->active, RMB_SIZE_CLASS);
+		smcr_conn_table_smc_opened(&sk->conn, sk->sh->active, rmb_class(sk));
 		smcr_log(SMCR_LOG_DEBUG, "fd %d: SMC connection on %s", fd, sk->conn.ops->name);
 		atomic_store_explicit(&sk->sh->phase, SMCR_SOCK_SMC, memory_order_release);
 		return;

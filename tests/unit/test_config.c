@@ -64,7 +64,7 @@ static void defaults(void **state)
 	assert_int_equal(cfg.max_memory_per_user_pct, 50);
 	assert_int_equal(cfg.max_memory_per_process_pct, 50);
 	assert_int_equal(cfg.max_processes_per_user, 256);
-	assert_int_equal(cfg.rmb_size_kib, 64);
+	assert_int_equal(cfg.rmb_size_kib, 256);
 	assert_int_equal(cfg.sndbuf_size_kib, 64);
 	assert_true(cfg.shm);
 	assert_true(cfg.rdma);
@@ -264,7 +264,7 @@ static void file_syntax(void **state)
 	assert_int_equal(cfg.ports.range[1].lo, 443);
 	assert_int_equal(cfg.max_memory_mb, 512);
 	assert_int_equal(cfg.log_level, SMCR_CONFIG_LOG_DEBUG);
-	assert_int_equal(cfg.rmb_size_kib, 64);         /* absent: default */
+	assert_int_equal(cfg.rmb_size_kib, 256);         /* absent: default */
 }
 
 static void file_structure_refused(void **state)
