@@ -37,7 +37,7 @@ struct smcr_negotiation {
 	struct bpf_object *obj;
 	struct bpf_link *link;
 	int policy_slot_fd;
-	uint32_t result_map_id;
+	int result_ro_fd;               /* the result map, read-only: what clients get copies of */
 	int owned_fd;
 	uint32_t prog_id;
 	char cgroup[PATH_MAX];
@@ -230,7 +230,15 @@ static int load(struct smcr_negotiation *neg, char *err, size_t errlen)
 	results = bpf_object__find_map_by_name(neg->obj, "smcr_handshake");
 	if (neg->policy_slot_fd < 0 || neg->owned_fd < 0 || !results)
 		return fail(err, errlen, ENOENT, "the BPF object lacks one of its maps");
-	neg->result_map_id = map_id(bpf_map__fd(results));
+	/*
+	 * Opened read-only by id now: BPF_MAP_GET_FD_BY_ID needs CAP_SYS_ADMIN,
+	 * which smcrd gives up once set up (privileges.c).  Clients get copies of
+	 * this descriptor, which share its read-only file.
+	 */
+	LIBBPF_OPTS(bpf_get_fd_by_id_opts, ro, .open_flags = BPF_F_RDONLY);
+	neg->result_ro_fd = bpf_map_get_fd_by_id_opts(map_id(bpf_map__fd(results)), &ro);
+	if (neg->result_ro_fd < 0)
+		return fail(err, errlen, errno, "opening the result map read-only");
 	return 0;
 }
 
@@ -244,6 +252,7 @@ struct smcr_negotiation *smcr_negotiation_start(const struct smcr_config *cfg,
 		fail(err, errlen, errno, "negotiation");
 		return NULL;
 	}
+	neg->result_ro_fd = -1;
 	if (cgroup) {
 		if (!realpath(cgroup, neg->cgroup)) {   /* absolute, for status output */
 			fail(err, errlen, errno, "cgroup %s", cgroup);
@@ -275,9 +284,7 @@ out:
 
 int smcr_negotiation_result_map_ro(const struct smcr_negotiation *neg)
 {
-	LIBBPF_OPTS(bpf_get_fd_by_id_opts, opts, .open_flags = BPF_F_RDONLY);
-
-	return bpf_map_get_fd_by_id_opts(neg->result_map_id, &opts);
+	return fcntl(neg->result_ro_fd, F_DUPFD_CLOEXEC, 0);
 }
 
 int smcr_negotiation_owned_map(const struct smcr_negotiation *neg)
@@ -299,7 +306,10 @@ void smcr_negotiation_stop(struct smcr_negotiation *neg)
 {
 	if (!neg)
 		return;
+	/* Closing the link's descriptor detaches the program: no capability needed. */
 	bpf_link__destroy(neg->link);   /* NULL-safe */
+	if (neg->result_ro_fd >= 0)
+		close(neg->result_ro_fd);
 	bpf_object__close(neg->obj);    /* NULL-safe */
 	free(neg);
 }

@@ -4,7 +4,8 @@
  * bpf_link to a cgroup v2 directory, and fed the configuration's policy.
  *
  * The link is not pinned: the program is detached when smcrd exits, however
- * it exits.  Needs root (CAP_BPF + CAP_NET_ADMIN).
+ * it exits.  Starting needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN);
+ * afterwards, a new policy needs CAP_BPF (privileges.c), the rest nothing.
  */
 #ifndef SMCRD_NEGOTIATION_H
 #define SMCRD_NEGOTIATION_H

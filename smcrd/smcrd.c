@@ -12,6 +12,9 @@
  * Its sock_ops program (negotiation.h) runs from start to exit, whatever the
  * exit; a reload gives it the new policy.
  *
+ * Once set up, it keeps of root's capabilities only the one a reload
+ * needs (privileges.c).
+ *
  * The loop (loop.c) polls a signalfd and the control socket (control.c),
  * where processes register, take and return buffer memory, and smcrctl asks
  * for status and reloads; the daemon's services are daemon.c's.
@@ -34,13 +37,15 @@
 #include "interfaces.h"
 #include "loop.h"
 #include "negotiation.h"
+#include "privileges.h"
 #include "smcrd_log.h"
 
 static const char usage[] =
 	"usage: smcrd [-f] [-c FILE] [-C CGROUP]\n"
 	"The smcr daemon: negotiates SMC in TCP handshakes (a BPF sock_ops program),\n"
 	"registers the processes using smcr and grants their buffer memory against\n"
-	"max_memory.  SIGHUP reloads the configuration.  Needs root.\n"
+	"max_memory.  SIGHUP reloads the configuration.  Needs root; keeps only\n"
+	"CAP_BPF once set up.\n"
 	"\n"
 	"  -c FILE    configuration file (default: $SMCR_CONF, else " SMCR_CONF_DEFAULT ")\n"
 	"  -C, --cgroup DIR  attach the negotiation program to this cgroup v2 directory\n"
@@ -184,6 +189,11 @@ static int start(struct smcrd *d, const char *conf, const char *cgroup, bool for
 	d->interfaces = smcrd_interfaces_open(why, sizeof(why));
 	if (!d->interfaces) {
 		smcrd_log(LOG_ERR, "%s", why);
+		return 1;
+	}
+	/* Set up: from here on only what a reload needs (privileges.c). */
+	if (smcrd_privileges_drop(why, sizeof(why))) {
+		smcrd_log(LOG_ERR, "cannot give up root's capabilities: %s", why);
 		return 1;
 	}
 	smcrd_announce("loaded", d);
