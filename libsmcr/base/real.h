@@ -11,6 +11,7 @@
 #define SMCR_REAL_H
 
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -95,7 +96,9 @@
 	X(int, setrlimit, (__rlimit_resource_t, const struct rlimit *))             \
 	X(int, setrlimit64, (__rlimit_resource_t, const struct rlimit64 *))         \
 	/* a seccomp filter, which libsmcr's own calls must keep within */          \
-	X(int, prctl, (int, ...))
+	X(int, prctl, (int, ...))                                                   \
+	/* the CPUs the process may run on, which decide whether a wait spins */   \
+	X(int, sched_setaffinity, (pid_t, size_t, const cpu_set_t *))
 
 #define SMCR_REAL_TYPEDEF(ret, name, params) typedef ret(*smcr_real_##name##_t) params;
 SMCR_REAL_FUNCS(SMCR_REAL_TYPEDEF)

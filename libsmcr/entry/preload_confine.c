@@ -16,6 +16,9 @@
  * listeners are no longer marked for SMC (shim/handshake.h).  Connections
  * already on SMC carry on.
  *
+ * An affinity to one CPU makes every spin of a wait a loss (spin.h): the
+ * application's sched_setaffinity is told to it.
+ *
  * The calls themselves are the application's, made and answered as
  * without libsmcr.
  *
@@ -34,6 +37,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include "confine.h"
 #include "filter.h"
@@ -41,6 +45,7 @@
 #include "log.h"
 #include "real.h"
 #include "smc_sock.h"
+#include "spin.h"
 
 #define UNINSTRUMENTED __attribute__((no_sanitize("address", "thread", "undefined")))
 
@@ -117,4 +122,13 @@ int prctl(int option, ...)
 	if (option == PR_SET_SECCOMP)
 		smcr_before_seccomp(arg[0], (const void *)arg[1]);
 	return REAL(prctl)(option, arg[0], arg[1], arg[2], arg[3]);
+}
+
+int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
+{
+	int rc = REAL(sched_setaffinity)(pid, size, set);
+
+	if (rc == 0 && set && (pid == 0 || pid == getpid()))
+		smcr_spin_learn_affinity(size, set);
+	return rc;
 }

@@ -1,15 +1,32 @@
 /*
- * spin.c - what the spin policy of spin.h learns about the machine at start.
+ * spin.c - what the spin policy of spin.h learns about the machine: the
+ * CPUs online at start, and how many of them the process may run on.
  */
+#include <sched.h>
 #include <unistd.h>
 
 #include "spin.h"
 
 _Atomic int smcr_spin_cpus = 1;
+static int online = 1;
+
+static void allow(int cpus)
+{
+	atomic_store_explicit(&smcr_spin_cpus, cpus < online ? cpus : online, memory_order_relaxed);
+}
 
 void smcr_spin_learn_cpus(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
 
-	atomic_store_explicit(&smcr_spin_cpus, n > 0 ? (int)n : 1, memory_order_relaxed);
+	online = n > 0 ? (int)n : 1;
+	allow(sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : online);
+}
+
+void smcr_spin_learn_affinity(size_t size, const cpu_set_t *set)
+{
+	int cpus = CPU_COUNT_S(size, set);
+
+	allow(cpus > 0 ? cpus : 1);
 }

@@ -14,22 +14,28 @@
  * spin only delays it (same section: 46 us against 4.6 us for going
  * straight to sleep).  Then the next SMCR_SPIN_PAUSE waits sleep at once
  * before spinning is tried again, unless the waiter is steady: its peer
- * never needs our CPU to answer (RDMA, smc_rdma.c).  On one CPU there is
- * never a spin.
+ * never needs our CPU to answer (RDMA, smc_rdma.c).  A process that may
+ * run on one CPU only (taskset, a cpuset, its own sched_setaffinity)
+ * never spins: its peer, on this host, could only answer after the spin.
  *
  * How long a spin lasts and whether it is steady is the transport's word
  * (struct smcr_spin_how); a wait on several connections (poll, epoll)
  * spins as the most patient of them would.
  *
- * The number of CPUs is learnt once, at start (smcr_spin_learn_cpus):
- * asking later reads /sys or calls sched_getaffinity(), which a sandboxed
- * process may not do (a seccomp filter kills it for the second).
+ * The number of CPUs the process may use is learnt at start
+ * (smcr_spin_learn_cpus) and when the application changes its affinity
+ * (entry/preload_confine.c): asking at a wait would read /sys or call
+ * sched_getaffinity(), which a sandboxed process may not do (a seccomp
+ * filter kills it for the second).  Affinity belongs to a thread; the
+ * last one set stands for the process.
  */
 #ifndef SMCR_SPIN_H
 #define SMCR_SPIN_H
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define SMCR_SPIN_NS		20000
@@ -67,11 +73,14 @@ static inline void smcr_cpu_relax(void)
 #endif
 }
 
-/* The CPUs online, as learnt at start (1 until then: no spin). */
+/* The CPUs the process may run on, as learnt (1 until then: no spin). */
 extern _Atomic int smcr_spin_cpus;
 
-/* Learns the number of CPUs online, before the process can sandbox itself. */
+/* Learns them at start, before the process can sandbox itself: online and allowed. */
 void smcr_spin_learn_cpus(void);
+
+/* The application's sched_setaffinity(set of size bytes) succeeded for this process. */
+void smcr_spin_learn_affinity(size_t size, const cpu_set_t *set);
 
 /* How long the next wait may spin: 0 or how.ns (0: nothing to spin for). */
 static inline uint64_t smcr_spin_budget(struct smcr_spin *s, struct smcr_spin_how how)

@@ -22,6 +22,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -822,9 +823,16 @@ static void row_every_call(void)
 	CALL("recvmsg", recvmsg(s, &msg, 0));
 	CALL("recvmmsg", recvmmsg(s, &mm, 1, 0, NULL));
 	CALL("pipe", pipe(p));
+	/* one CPU allowed: a wait that no longer spins still sees the bytes come */
+	cpu_set_t all, one;
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu() > 0 ? sched_getcpu() : 0, &one);
+	CALL("sched_getaffinity", sched_getaffinity(0, sizeof(all), &all));
+	CALL("sched_setaffinity to one CPU", sched_setaffinity(0, sizeof(one), &one));
 	CALL("send 3", send(c, "xyz", 3, 0));
 	await_in(s);
 	CALL("splice socket to pipe", splice(s, NULL, p[1], NULL, 3, 0));
+	CALL("sched_setaffinity back", sched_setaffinity(0, sizeof(all), &all));
 	CALL("splice pipe to socket", splice(p[0], NULL, c, NULL, 3, 0));
 	await_in(s);
 	d = dup(s);

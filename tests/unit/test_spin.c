@@ -1,4 +1,5 @@
 /* Unit tests of the spin-then-sleep policy (libsmcr/transports/spin.h). */
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,6 +90,28 @@ static void a_set_spins_as_its_most_patient_member(void **state)
 	assert_true(how.steady);
 }
 
+/* One CPU allowed, even a steady waiter never spins; two again, it does. */
+static void an_affinity_of_one_cpu_never_spins(void **state)
+{
+	struct smcr_spin s = { 0 };
+	cpu_set_t set;
+
+	(void)state;
+	need_two_cpus();
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	smcr_spin_learn_affinity(sizeof(set), &set);
+	assert_int_equal(smcr_spin_budget(&s, patient), 0);
+	CPU_SET(1, &set);
+	smcr_spin_learn_affinity(sizeof(set), &set);
+	assert_int_equal(smcr_spin_budget(&s, patient), patient.ns);
+	/* started under taskset -c 0: learnt at start */
+	CPU_CLR(1, &set);
+	assert_int_equal(sched_setaffinity(0, sizeof(set), &set), 0);
+	smcr_spin_learn_cpus();
+	assert_int_equal(smcr_spin_budget(&s, patient), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -97,6 +120,8 @@ int main(void)
 		cmocka_unit_test(a_steady_waiter_never_pauses),
 		cmocka_unit_test(a_wait_with_nothing_to_spin_for_keeps_the_pause),
 		cmocka_unit_test(a_set_spins_as_its_most_patient_member),
+		/* last: it leaves the test process on one CPU */
+		cmocka_unit_test(an_affinity_of_one_cpu_never_spins),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
