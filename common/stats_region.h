@@ -64,7 +64,7 @@
 	X(wc_recv)          /* receive completions taken: CDCs received */           \
 	X(cdc_slots_exhausted) /* a post had to wait for a send-queue slot */       \
 	X(cdc_unknown_token) /* CDCs for no connection of the link, dropped */     \
-	X(bytes_registered) /* buffer memory registered (pooled buffers stay so) */ \
+	X(bytes_registered) /* buffer memory registered, at each connection's binding */ \
 	X(buffers_out)      /* RMBs and staging buffers handed to connections */    \
 	X(buffers_back)     /* ... and returned to the pool */                      \
 	X(conns_bound)      /* connections bound to a link */                        \

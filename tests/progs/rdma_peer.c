@@ -3,6 +3,7 @@
  * smc_rx.c), between processes on one host with a verbs device.
  *
  *   rdma_peer [ADDR [PINGPONGS [STREAM_MIB]]]
+ *   rdma_peer --stale-key [ADDR]
  *
  * Environment: RDMA_PEER_FIGURE_CLASS (RMB size class of the figures,
  * default 4: 256 KiB, as smc_sock_view.c's connections), RDMA_PEER_SEND_SLOTS
@@ -42,6 +43,16 @@
  *              link and buffers are freed
  *   free       at the end nothing is bound or in use; when the server
  *              exits its link goes too
+ * With --stale-key, only this attack (issue 15: one tenant writing into
+ * another's stream), by a forked client ("attacker") with the server:
+ *   stale-key  the attacker learns an RMB's address and rkey from its
+ *              Accept, closes that connection and keeps its link; the
+ *              parent's connection (another process, another link) then
+ *              gets the same pooled buffer, and its first 4 KiB land there,
+ *              not yet read; the attacker WRITEs over them with the old
+ *              key: its link must fail (remote access error), and the
+ *              server must then read the parent's bytes untouched, and go
+ *              on answering it
  * Figures: ping-pong round trip (14 bytes) and streaming with 64 KiB sends
  * over the ring, and the same over the TCP connection, for comparison.
  */
@@ -338,7 +349,11 @@ static void *stream_recv(void *arg)
 /* ---- the scenarios, server side ---- */
 
 enum scenario { STREAM = 'S', MULTI_CONN = 'M', HALFCLOSE = 'H', ABORT = 'A', PINGPONG = 'P',
-		TCP_PINGPONG = 'T', HOLD = 'K', ECHO = 'E', FIGURES = 'F', QUIT = 'Q' };
+		TCP_PINGPONG = 'T', HOLD = 'K', ECHO = 'E', FIGURES = 'F', STALE_VICTIM = 'V',
+		QUIT = 'Q' };
+
+#define STALE_BYTES 4096		/* the stale-key victim's first message */
+#define STALE_SEED 7
 
 /* This process's RDMA counters (stats.h) and the gauges they give. */
 struct figures {
@@ -449,6 +464,32 @@ static void serve_multi(int lfd)
 	}
 }
 
+/*
+ * The stale-key victim's server side.  Nothing of the connection is read
+ * (a read takes the bytes the CDCs announced) until the client says, on a
+ * TCP connection of its own, that its first STALE_BYTES are in our RMB
+ * and the attacker has written: then they must be the client's.
+ */
+static void serve_stale_victim(struct smc_conn *c, int lfd)
+{
+	static uint8_t got[STALE_BYTES], want[STALE_BYTES];
+	int go = tcp_accept(lfd);
+	bool same;
+	char b;
+
+	tcp_full(go, &b, 1, false);
+	close(go);
+	xrecv(c, got, sizeof(got));
+	pattern(STALE_SEED, 0, want, sizeof(want));
+	same = !memcmp(got, want, sizeof(want));
+	check(same, "stale-key: the victim's %d bytes, read after the attack, are its own",
+	      STALE_BYTES);
+	xsend(c, same ? "y" : "n", 1);
+	(void)ring_recv(c, &b, 1, 0);	/* the client's close */
+	smc_tx_close(c);
+	conn_free(c);
+}
+
 static void server(int lfd, long rounds, uint64_t stream_bytes)
 {
 	pthread_t echoer;
@@ -520,6 +561,9 @@ static void server(int lfd, long rounds, uint64_t stream_bytes)
 				pause();
 		case ECHO:	/* while it lasts, other connections come */
 			echoing = !pthread_create(&echoer, NULL, echo, clc_server(fd, 1));
+			break;
+		case STALE_VICTIM:
+			serve_stale_victim(clc_server(fd, 1), lfd);
 			break;
 		case FIGURES: {
 			struct smcr_stats_counts now;
@@ -752,7 +796,12 @@ static void run_kill(pid_t victim, const struct sockaddr_in *victim_addr)
 
 static void run_counters(void)
 {
-	struct figures f = stats();
+	struct figures f;
+
+	/* the aborted connection's RMB waits a while for late WRITEs (smc_rdma_link_retire) */
+	for (int i = 0; i < 100 && stats().bufs_in_use; i++)
+		usleep(100000);
+	f = stats();
 
 	check(f.c.links == 1 && f.links == 1 && f.c.links_failed == 0,
 	      "counters: 1 link made, up, none failed (%llu, %u, %llu)",
@@ -849,6 +898,126 @@ static void run_fork(void)
 	conn_free(c);
 }
 
+/* What the stale-key attacker learnt from its Accept. */
+struct stale_key {
+	uint64_t addr;
+	uint32_t rkey;
+};
+
+#define NO_TOKEN 0xffffffffu		/* no connection's: the server drops its CDCs */
+
+/*
+ * Posts on link the WRITE w (if not NULL), then a CDC the server drops,
+ * and waits for the CDC's delivery: an RC QP delivers it after every
+ * earlier WRITE of the link landed (iWARP: after it left).  0, or -errno.
+ */
+static int write_and_deliver(struct smc_rdma_link *link, const struct smc_rdma_write *w)
+{
+	uint8_t cdc[SMC_CDC_MSG_LEN];
+
+	smc_cdc_encode(&(struct smc_cdc){ .seqno = 1, .token = NO_TOKEN }, cdc);
+	return smc_rdma_post(link, w, w ? 1 : 0, cdc, SMC_RDMA_DELIVERED);
+}
+
+/* Our link to the server that the Accept acc named, with a reference. */
+static struct smc_rdma_link *link_of(const struct smc_clc_accept_confirm *acc)
+{
+	struct smc_rdma_link *link;
+	int rc = smc_rdma_link_find((struct sockaddr *)&srv_addr, acc->r.qpn, 5000, &link);
+
+	if (rc)
+		die("smc_rdma_link_find", -rc);
+	return link;
+}
+
+/*
+ * The stale-key attacker, a forked client talking to the parent on ctl: a
+ * connection of its own, closed, its link kept; at the parent's word it
+ * WRITEs with the key it learnt, and says whether its link failed ('f')
+ * or the WRITE went through ('w').
+ */
+static int stale_attacker(int ctl)
+{
+	struct smc_clc_accept_confirm acc;
+	struct smc_conn *c = clc_client(tcp_connect(ECHO), 1, &acc);	/* its buffer goes back */
+	uint64_t failed0 = stats().c.links_failed;
+	struct smc_rdma_link *link = link_of(&acc);		/* stays after the connection */
+	struct stale_key key = { .addr = acc.r.rmb_dma_addr, .rkey = acc.r.rmb_rkey };
+	uint8_t junk[32];
+	struct smc_rdma_write w = { .src = junk, .len = sizeof(junk), .remote_addr = key.addr,
+				    .rkey = key.rkey };	/* inline: no lkey */
+	char b = 'a';
+	int rc;
+
+	role = "attacker";
+	xsend(c, &b, 1);
+	xrecv(c, &b, 1);
+	smc_tx_close(c);
+	(void)ring_recv(c, &b, 1, 0);	/* the server's close: it gave the buffer back */
+	conn_free(c);
+	tcp_full(ctl, &key, sizeof(key), true);
+	tcp_full(ctl, &b, 1, false);
+	memset(junk, 0xee, sizeof(junk));
+	rc = write_and_deliver(link, &w);
+	/* on iWARP the CDC completes once sent: the error ends the QP later */
+	for (int i = 0; !rc && i < 100 && stats().c.links_failed == failed0; i++) {
+		smc_rdma_link_drain(link);
+		usleep(50000);
+	}
+	b = rc || stats().c.links_failed != failed0 ? 'f' : 'w';
+	tcp_full(ctl, &b, 1, true);
+	smc_rdma_link_put(link);
+	return 0;
+}
+
+/* The stale-key attack (the header comment); this process is the victim's client. */
+static void run_stale_key(void)
+{
+	struct smc_clc_accept_confirm acc;
+	static uint8_t msg[STALE_BYTES];
+	struct smc_rdma_link *link;
+	struct stale_key key;
+	struct smc_conn *c;
+	int ctl[2], status;
+	pid_t attacker;
+	char b;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, ctl))
+		die("socketpair", errno);
+	attacker = fork();
+	if (attacker == 0) {
+		close(ctl[0]);
+		_exit(stale_attacker(ctl[1]));
+	}
+	close(ctl[1]);
+	tcp_full(ctl[0], &key, sizeof(key), false);
+	for (int i = 0; i < 100 && server_figures().bufs_in_use; i++)
+		usleep(50000);
+	c = clc_client(tcp_connect(STALE_VICTIM), 1, &acc);
+	check(acc.r.rmb_dma_addr == key.addr,
+	      "stale-key: our connection got the buffer the attacker had (rkey %#x, was %#x)",
+	      acc.r.rmb_rkey, key.rkey);
+	pattern(STALE_SEED, 0, msg, sizeof(msg));
+	xsend(c, msg, sizeof(msg));
+	link = link_of(&acc);
+	check(write_and_deliver(link, NULL) == 0, "stale-key: our bytes are in the server's RMB");
+	smc_rdma_link_put(link);
+	usleep(100000);			/* iWARP: delivered is sent (write_and_deliver) */
+	tcp_full(ctl[0], "a", 1, true);
+	tcp_full(ctl[0], &b, 1, false);
+	check(b == 'f', "stale-key: the attacker's WRITE with the old key %s",
+	      b == 'f' ? "failed its link" : "went through");
+	close(tcp_connect(STALE_VICTIM));	/* the server reads now */
+	xrecv(c, &b, 1);
+	check(b == 'y', "stale-key: the server read our bytes untouched, and answers");
+	smc_tx_close(c);
+	(void)ring_recv(c, &b, 1, 0);
+	conn_free(c);
+	close(ctl[0]);
+	check(waitpid(attacker, &status, 0) == attacker && WIFEXITED(status) &&
+	      WEXITSTATUS(status) == 0, "stale-key: the attacker ran to its end");
+}
+
 /* ---- main ---- */
 
 static bool first_ipv4(struct in_addr *out)
@@ -880,6 +1049,16 @@ static int tcp_listen(struct sockaddr_in *addr)
 	return fd;
 }
 
+/* Stops the server and checks its exit status. */
+static void quit_server(pid_t srv)
+{
+	int status;
+
+	close(tcp_connect(QUIT));
+	waitpid(srv, &status, 0);
+	check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the server's checks passed");
+}
+
 /* In a child, so that the parent forks its peers before it touches a device. */
 static bool have_device(int lfd)
 {
@@ -900,12 +1079,17 @@ static bool have_device(int lfd)
 
 int main(int argc, char **argv)
 {
-	long rounds = argc > 2 ? atol(argv[2]) : 5000;
-	uint64_t bytes = (argc > 3 ? strtoull(argv[3], NULL, 0) : 64) * MIB;
+	bool stale_only = argc > 1 && !strcmp(argv[1], "--stale-key");
+	long rounds = !stale_only && argc > 2 ? atol(argv[2]) : 5000;
+	uint64_t bytes = (!stale_only && argc > 3 ? strtoull(argv[3], NULL, 0) : 64) * MIB;
 	struct sockaddr_in victim_addr;
-	int lfd, vfd, status;
+	int lfd, vfd;
 	pid_t srv, victim;
 
+	if (stale_only) {
+		argc--;
+		argv++;
+	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	smcr_log_init();	/* SMCR_LOG=debug shows every post and completion */
 	/* the transport's fork steps, which libsmcr.so runs from shim/fork.c */
@@ -932,6 +1116,15 @@ int main(int argc, char **argv)
 		close(vfd);
 		server(lfd, rounds, bytes);
 	}
+	if (stale_only) {
+		close(lfd);
+		close(vfd);
+		alarm(600);
+		run_stale_key();
+		quit_server(srv);
+		printf("%s\n", failures ? "FAILED" : "PASSED");
+		return failures ? 1 : 0;
+	}
 	victim = fork();
 	if (victim == 0) {
 		role = "victim";
@@ -954,9 +1147,7 @@ int main(int argc, char **argv)
 	check(stats().endpoints == 0 && stats().bufs_in_use == 0,
 	      "free: nothing bound, no buffer in use (%u, %u)", stats().endpoints,
 	      stats().bufs_in_use);
-	close(tcp_connect(QUIT));
-	waitpid(srv, &status, 0);
-	check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the server's checks passed");
+	quit_server(srv);
 	for (int i = 0; i < 50 && stats().links; i++)
 		usleep(100000);
 	check(stats().links == 0, "free: the server's exit took its link (%u links)", stats().links);

@@ -7,7 +7,8 @@
 #     ib_write_lat (connected through rdma_cm, -R, as both RoCE and iWARP
 #     allow), client and server on the same device, at 64 KiB and at a small
 #     size, and ib_send_lat with a CDC's 44 bytes; their output is kept in /out/perf-*.log for run.sh's figures;
-#   - the RDMA transport works between two processes (rdma_peer);
+#   - the RDMA transport works between two processes (rdma_peer), and a
+#     peer cannot write with a dead connection's rkey (stale_rkey);
 #   - the integration tests TEST... (tests/integration/TEST.sh) pass against
 #     BUILD_DIR on this guest's kernel (each starts its own smcrd, whose BPF
 #     program needs cgroup v2).  A TEST named NAME-rdma runs NAME.sh with
@@ -83,6 +84,10 @@ integration() {
 # with a live connection and idle links torn down in the child, SIGKILL,
 # nothing left) and figures; here the device exists, so a skip (77) fails too.
 check rdma_peer 600 "$build/bin/rdma_peer" "$addr" 200 16
+# A peer that writes with the rkey of its closed connection into the buffer
+# another process's connection got next loses its link, and those bytes stay
+# the other connection's (rdma_peer --stale-key; issue 15).
+check stale_rkey 120 "$build/bin/rdma_peer" --stale-key "$addr"
 export STRESS_TIMEOUT=120       # stress.sh's 20 s are for a real CPU, not TCG on a busy host
 for test in "$@"; do
 	integration "$test"

@@ -212,6 +212,11 @@ fail:
 	return err;
 }
 
+/*
+ * The connection joins link: its buffers are registered in the link's PD
+ * (smc_rdma_dev.c: no other link's peer can reach them), and it takes CDCs.
+ * On failure the buffers are unregistered again, before the link may go.
+ */
 static int bind_link(struct smc_conn *conn, struct smc_rdma_link *link)
 {
 	struct rdma_conn *rc = priv(conn);
@@ -219,8 +224,11 @@ static int bind_link(struct smc_conn *conn, struct smc_rdma_link *link)
 
 	rc->ep.token = conn->st->token;
 	rc->ep.ops = &endpoint_ops;
-	err = smc_rdma_link_bind(link, &rc->ep);
-	if (err) {
+	if ((err = smc_rdma_buf_register(rc->rmb, link)) ||
+	    (err = smc_rdma_buf_register(rc->staging, link)) ||
+	    (err = smc_rdma_link_bind(link, &rc->ep))) {
+		smc_rdma_buf_unregister(rc->rmb);
+		smc_rdma_buf_unregister(rc->staging);
 		smc_rdma_link_put(link);
 		return err;
 	}
@@ -300,6 +308,11 @@ static int rdma_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_c
 
 		if (!staging)
 			return -ENOMEM;
+		err = smc_rdma_buf_register(staging, rc->link);
+		if (err) {
+			smc_rdma_buf_put(staging);
+			return err;
+		}
 		smc_rdma_buf_put(rc->staging);
 		rc->staging = staging;
 	}
@@ -568,16 +581,38 @@ static void rdma_wake(struct smc_conn *conn)
 	smc_wake_signal_fd(smcr_sys_kept(&rc->wake_fd));	/* for poll and epoll, armed or not */
 }
 
+/*
+ * Whether the peer may still WRITE into our RMB: the link is up, and the
+ * latest CDC it sent (in the mailbox, fetched or not: CDC flags are the
+ * whole state) did not say it stopped.
+ */
+static bool peer_may_write(struct rdma_conn *rc)
+{
+	struct smc_cdc cdc = { 0 };
+
+	if (!rc->link || atomic_load(&rc->down))
+		return false;
+	pthread_mutex_lock(&rc->mbox_lock);
+	if (atomic_load_explicit(&rc->mbox_seq, memory_order_relaxed))
+		smc_cdc_decode(rc->mbox, SMC_CDC_MSG_LEN, &cdc);	/* the link decoded it */
+	pthread_mutex_unlock(&rc->mbox_lock);
+	return !(cdc.conn_state_flags & SMC_RDMA_PEER_STOPPED);
+}
+
 static void rdma_release(struct smc_conn *conn)
 {
 	struct rdma_conn *rc = priv(conn);
 
-	if (rc->link) {
+	/* deregistered, or retired to the link, before the link (and its PD) may go */
+	if (rc->link)
 		smc_rdma_link_unbind(rc->link, &rc->ep);
-		smc_rdma_link_put(rc->link);
-	}
 	smc_rdma_buf_put(rc->staging);
-	smc_rdma_buf_put(rc->rmb);
+	if (peer_may_write(rc))
+		smc_rdma_link_retire(rc->link, rc->ep.token, rc->rmb);
+	else
+		smc_rdma_buf_put(rc->rmb);
+	if (rc->link)
+		smc_rdma_link_put(rc->link);
 	smcr_sys_close_kept(&rc->wake_fd);
 	smcr_sys_close_kept(&rc->sleep_fd);
 	pthread_mutex_destroy(&rc->mbox_lock);

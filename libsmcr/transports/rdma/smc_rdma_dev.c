@@ -1,6 +1,24 @@
 /*
- * smc_rdma_dev.c - the RDMA transport's devices, registered buffer pools
- * and poller thread (smc_rdma_link.h, smc_rdma_priv.h).
+ * smc_rdma_dev.c - the RDMA transport's devices, buffer pools and poller
+ * thread (smc_rdma_link.h, smc_rdma_priv.h).
+ *
+ * Buffers and keys: a peer process may write, through its link's QP, any
+ * memory registered for remote write in that QP's protection domain whose
+ * rkey it knows or guesses (rxe's rkeys are a table index and 8 random
+ * bits).  So every link has a PD of its own (smc_rdma_link.c), and a
+ * connection's RMB and staging buffer are registered in its link's PD when
+ * it binds to the link, and deregistered when it lets them go, before they
+ * go back to the pool: an rkey sent in one Accept or Confirm dies with its
+ * connection, and never reaches a buffer that another link's peer, or a
+ * later connection, writes.  (An RMB the peer may still be writing when
+ * its connection goes is retired first, still registered and unused:
+ * smc_rdma_link_retire.)  The pools keep the memory (mapped and
+ * populated once), not its registration: a registration per connection
+ * (ibv_reg_mr and ibv_dereg_mr of at most a few hundred pages, tens of
+ * microseconds on rxe) is small beside the CLC exchange's round trips, and
+ * simpler than pools per link, which would strand memory on every link and
+ * need the link before create_rmb knows it.  A buffer whose deregistration
+ * fails is never used again: its key may still work.
  *
  * Why a thread (and not the completion channel as each connection's
  * wake_fd): one CQ serves every connection of a link, so its channel says
@@ -123,8 +141,7 @@ struct rdma_dev *smc_rdma_dev_get(struct ibv_context *verbs)
 	dev->async_src = (struct poll_src){ .kind = P_ASYNC, .dev = dev };
 	dev->cq_src = (struct poll_src){ .kind = P_CQ, .dev = dev };
 	dev->verbs = IBV(ibv_open_device)(verbs->device);
-	dev->pd = dev->verbs ? IBV(ibv_alloc_pd)(dev->verbs) : NULL;
-	dev->chan = dev->pd ? IBV(ibv_create_comp_channel)(dev->verbs) : NULL;
+	dev->chan = dev->verbs ? IBV(ibv_create_comp_channel)(dev->verbs) : NULL;
 	if (dev->chan) {
 		own_library_fd(&dev->chan->fd);
 		own_library_fd(&dev->verbs->async_fd);
@@ -146,13 +163,12 @@ struct rdma_dev *smc_rdma_dev_get(struct ibv_context *verbs)
 /*
  * RMBs are remote-writable; staging buffers (our side of RDMA WRITEs) are
  * not, and come from a pool of their own so that no rkey ever sent lets a
- * peer write into what we send.
+ * peer write into what we send.  What a pool holds is memory, not yet
+ * registered (the header comment).
  */
 static struct smc_rdma_buf *buf_get(struct rdma_dev *dev, unsigned int size_class, bool remote)
 {
 	struct smc_rdma_buf *buf;
-	int access = IBV_ACCESS_LOCAL_WRITE | (remote ? IBV_ACCESS_REMOTE_WRITE : 0);
-	struct ibv_mr *mr;
 	void *mem;
 
 	pthread_mutex_lock(&smc_rdma.lock);
@@ -167,19 +183,15 @@ static struct smc_rdma_buf *buf_get(struct rdma_dev *dev, unsigned int size_clas
 	buf = calloc(1, sizeof(*buf));
 	mem = mmap(NULL, smc_rmb_size(size_class), PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	mr = buf && mem != MAP_FAILED ? IBV(ibv_reg_mr)(dev->pd, mem, smc_rmb_size(size_class), access)
-				      : NULL;
-	if (!mr) {
+	if (!buf || mem == MAP_FAILED) {
 		if (mem != MAP_FAILED)
 			munmap(mem, smc_rmb_size(size_class));
 		free(buf);
 		return NULL;
 	}
-	*buf = (struct smc_rdma_buf){ .mem = mem, .size = smc_rmb_size(size_class),
-				      .lkey = mr->lkey, .rkey = remote ? mr->rkey : 0, .mr = mr,
-				      .dev = dev, .remote = remote, .size_class = (uint8_t)size_class };
+	*buf = (struct smc_rdma_buf){ .mem = mem, .size = smc_rmb_size(size_class), .dev = dev,
+				      .remote = remote, .size_class = (uint8_t)size_class };
 	smcr_stat_add(rdma.buffers_out, 1);
-	smcr_stat_add(rdma.bytes_registered, buf->size);
 	return buf;
 }
 
@@ -193,12 +205,43 @@ struct smc_rdma_buf *smc_rdma_staging_get(struct rdma_dev *dev, unsigned int siz
 	return buf_get(dev, size_class, false);
 }
 
+int smc_rdma_buf_register(struct smc_rdma_buf *buf, struct smc_rdma_link *link)
+{
+	int access = IBV_ACCESS_LOCAL_WRITE | (buf->remote ? IBV_ACCESS_REMOTE_WRITE : 0);
+
+	if (buf->mr || link->dev != buf->dev)
+		return -EINVAL;
+	buf->mr = IBV(ibv_reg_mr)(link->pd, buf->mem, buf->size, access);
+	if (!buf->mr)
+		return errno ? -errno : -ENOMEM;
+	buf->lkey = buf->mr->lkey;
+	buf->rkey = buf->remote ? buf->mr->rkey : 0;
+	smcr_stat_add(rdma.bytes_registered, buf->size);
+	return 0;
+}
+
+bool smc_rdma_buf_unregister(struct smc_rdma_buf *buf)
+{
+	int err = buf->mr ? IBV(ibv_dereg_mr)(buf->mr) : 0;
+
+	if (err) {
+		smcr_log(SMCR_LOG_ERROR, "rdma: cannot deregister a buffer (%s): never used again",
+			 strerror(err));
+		return false;
+	}
+	buf->mr = NULL;
+	buf->lkey = buf->rkey = 0;
+	return true;
+}
+
 void smc_rdma_buf_put(struct smc_rdma_buf *buf)
 {
 	struct rdma_dev *dev = buf->dev;
 
 	if (smc_rdma_foreign(dev->gen))
 		return;			/* registered in the parent's PD: leaked */
+	if (!smc_rdma_buf_unregister(buf))
+		return;			/* its key may still write it: leaked */
 	pthread_mutex_lock(&smc_rdma.lock);
 	buf->next = dev->pool[buf->remote][buf->size_class];
 	dev->pool[buf->remote][buf->size_class] = buf;
@@ -326,6 +369,7 @@ void smc_rdma_fork_child(void)
 	smc_rdma.listeners = NULL;
 	smc_rdma.links = smc_rdma.reap = NULL;
 	smc_rdma.connecting = NULL;     /* its threads are the parent's */
+	smc_rdma.retired = NULL;	/* registered in the parent's PDs: leaked */
 	started = false;
 	start_err = 0;
 	pthread_mutex_unlock(&smc_rdma.lock);

@@ -2,6 +2,14 @@
  * smc_rdma_link.c - a link's queue pair: set up, posted to, polled, failed
  * and freed (smc_rdma_link.h).
  *
+ * Each link has a protection domain of its own, which holds its QP, its
+ * receive buffers and the buffers of the connections bound to it
+ * (smc_rdma_dev.c registers them there): its peer can reach no memory
+ * registered for another link, whatever keys it learnt or guesses.  The
+ * PD goes when the link is freed, after every connection has given its
+ * buffers back (each holds a reference until then), and with them the RMBs
+ * retired on it (smc_rdma_link_retire).
+ *
  * Send-queue slots: of the WRs posted, every signal_every-th is signalled;
  * its completion frees every slot up to it.  A post that finds no slot
  * polls the CQ itself (counted: cdc_slots_exhausted).
@@ -33,15 +41,49 @@
 
 #define RECV_BUF_LEN	64		/* a CDC is 44 bytes */
 
-/* Frees what link_new made, and the rdma_cm id if destroy_id. */
+/*
+ * Takes off smc_rdma.retired, and puts back in their pools, the RMBs that
+ * link retired (those of token, if not NULL) or, with link NULL, those
+ * whose time is up at now; *next (if not NULL) becomes the earliest time
+ * of those left, if earlier.
+ */
+static void put_retired(const struct smc_rdma_link *link, const uint32_t *token, uint64_t now,
+			uint64_t *next)
+{
+	struct smc_rdma_buf **pp, *buf, *done = NULL;
+
+	pthread_mutex_lock(&smc_rdma.lock);
+	for (pp = &smc_rdma.retired; (buf = *pp) != NULL;) {
+		if (link ? buf->retired_on == link && (!token || buf->token == *token)
+			 : buf->until <= now) {
+			*pp = buf->next;
+			buf->next = done;
+			done = buf;
+			continue;
+		}
+		if (next && buf->until < *next)
+			*next = buf->until;
+		pp = &buf->next;
+	}
+	pthread_mutex_unlock(&smc_rdma.lock);
+	for (; done; done = buf) {
+		buf = done->next;
+		smc_rdma_buf_put(done);
+	}
+}
+
+/* Frees what link_new made, and the rdma_cm id if destroy_id; retired RMBs go back to the pool. */
 void smc_rdma_link_free(struct smc_rdma_link *link, bool destroy_id)
 {
 	if (link->qp)
 		IBV(rdma_destroy_qp)(link->id);
+	put_retired(link, NULL, 0, NULL);	/* no WRITE comes any more */
 	if (link->cq)
 		IBV(ibv_destroy_cq)(link->cq);
 	if (link->recv_mr)
 		IBV(ibv_dereg_mr)(link->recv_mr);
+	if (link->pd)
+		IBV(ibv_dealloc_pd)(link->pd);
 	free(link->recv_buf);
 	if (destroy_id)
 		IBV(rdma_destroy_id)(link->id);
@@ -92,6 +134,9 @@ int smc_rdma_link_new(struct rdma_cm_id *id, struct smc_rdma_link **out)
 		goto fail;
 	/* our own context, not librdmacm's (smc_rdma_priv.h): rdma_create_qp wants the PD's */
 	id->verbs = link->dev->verbs;
+	link->pd = IBV(ibv_alloc_pd)(link->dev->verbs);
+	if (!link->pd)
+		goto fail_errno;
 	link->cq = IBV(ibv_create_cq)(link->dev->verbs, (int)(link->send_slots + link->recv_slots), link,
 				      link->dev->chan, 0);
 	if (!link->cq)
@@ -102,7 +147,7 @@ int smc_rdma_link_new(struct rdma_cm_id *id, struct smc_rdma_link **out)
 	attr.cap.max_recv_wr = link->recv_slots;
 	attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
 	attr.cap.max_inline_data = RECV_BUF_LEN;
-	if (IBV(rdma_create_qp)(id, link->dev->pd, &attr))
+	if (IBV(rdma_create_qp)(id, link->pd, &attr))
 		goto fail_errno;
 	link->qp = id->qp;
 	link->info.qpn = link->qp->qp_num;
@@ -116,7 +161,7 @@ int smc_rdma_link_new(struct rdma_cm_id *id, struct smc_rdma_link **out)
 	link->recv_buf = calloc(link->recv_slots, RECV_BUF_LEN);
 	if (!link->recv_buf)
 		goto fail;
-	link->recv_mr = IBV(ibv_reg_mr)(link->dev->pd, link->recv_buf,
+	link->recv_mr = IBV(ibv_reg_mr)(link->pd, link->recv_buf,
 					(size_t)link->recv_slots * RECV_BUF_LEN, IBV_ACCESS_LOCAL_WRITE);
 	if (!link->recv_mr)
 		goto fail_errno;
@@ -238,7 +283,8 @@ void smc_rdma_link_disconnected(struct smc_rdma_link *link)
 		smc_rdma_link_fail(link, "disconnected");
 }
 
-int smc_rdma_on_idle(void)
+/* Ends the links idle for idle_ms: ms until the next one is due, or -1. */
+static int end_idle_links(void)
 {
 	struct smc_rdma_link *link;
 	uint64_t now, next;
@@ -264,6 +310,17 @@ int smc_rdma_on_idle(void)
 			end_idle(link, "idle");
 	} while (link);
 	return next == UINT64_MAX ? -1 : (int)next;
+}
+
+int smc_rdma_on_idle(void)
+{
+	uint64_t now = smc_rdma_now_ms(), next = UINT64_MAX;
+	int idle, retired;
+
+	put_retired(NULL, NULL, now, &next);
+	retired = next == UINT64_MAX ? -1 : (int)(next - now);
+	idle = end_idle_links();
+	return idle < 0 || (retired >= 0 && retired < idle) ? retired : idle;
 }
 
 void smc_rdma_link_info(const struct smc_rdma_link *link, struct smc_rdma_link_info *info)
@@ -303,7 +360,19 @@ void smc_rdma_link_unbind(struct smc_rdma_link *link, struct smc_rdma_endpoint *
 	smcr_stat_add(rdma.conns_unbound, 1);
 }
 
-/* A received CDC, to the endpoint whose token it carries. */
+void smc_rdma_link_retire(struct smc_rdma_link *link, uint32_t token, struct smc_rdma_buf *buf)
+{
+	buf->retired_on = link;
+	buf->token = token;
+	buf->until = smc_rdma_now_ms() + SMC_CLC_WAIT_MS;
+	pthread_mutex_lock(&smc_rdma.lock);
+	buf->next = smc_rdma.retired;
+	smc_rdma.retired = buf;
+	pthread_mutex_unlock(&smc_rdma.lock);
+	wake_poller();		/* it may sleep with no time limit */
+}
+
+/* A received CDC, to the endpoint whose token it carries (or the retired RMB it frees). */
 static void deliver(struct smc_rdma_link *link, const uint8_t *msg, uint32_t len)
 {
 	struct smc_cdc cdc;
@@ -321,6 +390,8 @@ static void deliver(struct smc_rdma_link *link, const uint8_t *msg, uint32_t len
 	else
 		smcr_stat_add(rdma.cdc_unknown_token, 1);
 	pthread_mutex_unlock(&link->lock);
+	if (!ep && (cdc.conn_state_flags & SMC_RDMA_PEER_STOPPED))
+		put_retired(link, &cdc.token, 0, NULL);		/* smc_rdma.lock: not under link->lock */
 }
 
 /* Under cq_lock: takes every completion there is. */

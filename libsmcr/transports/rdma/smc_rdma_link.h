@@ -63,16 +63,23 @@ struct smc_rdma_endpoint {
 	struct smc_rdma_endpoint *next;		/* on the link, under its lock */
 };
 
-/* A registered buffer: an RMB (the peer writes it) or a staging buffer (we write from it). */
+/*
+ * A buffer: an RMB (the peer writes it) or a staging buffer (we write from
+ * it), registered in the PD of the link its connection is bound to.
+ */
 struct smc_rdma_buf {
 	uint8_t *mem;
 	uint32_t size;
-	uint32_t lkey, rkey;
-	struct ibv_mr *mr;			/* pooled buffers stay registered */
+	uint32_t lkey, rkey;			/* 0 while not registered */
+	struct ibv_mr *mr;			/* NULL while not registered (in the pool) */
 	struct rdma_dev *dev;
 	bool remote;				/* an RMB: the peer may write it */
 	uint8_t size_class;
-	struct smc_rdma_buf *next;		/* in the free pool */
+	/* retired (smc_rdma_link_retire): on which link, for which token, until when (ms) */
+	const struct smc_rdma_link *retired_on;
+	uint32_t token;
+	uint64_t until;
+	struct smc_rdma_buf *next;		/* in a free pool, or smc_rdma.retired */
 };
 
 /* What a process says about itself for one local address (CLC local block). */
@@ -97,13 +104,43 @@ void smc_rdma_set_slots(unsigned int send_slots, unsigned int recv_slots);
 int smc_rdma_listen(const struct sockaddr *local, struct smc_rdma_local *out);
 
 /*
- * Registered buffers of 16 KiB << size_class on dev, from its pools
- * (registered once, reused after put): an RMB, which the peer may write,
- * or a staging buffer, which it may not.  NULL: out of memory.
+ * Buffers of 16 KiB << size_class for dev, from its pools (memory reused
+ * after put), not registered yet: an RMB, which the peer may write, or a
+ * staging buffer, which it may not.  NULL: out of memory.
  */
 struct smc_rdma_buf *smc_rdma_rmb_get(struct rdma_dev *dev, unsigned int size_class);
 struct smc_rdma_buf *smc_rdma_staging_get(struct rdma_dev *dev, unsigned int size_class);
+
+/*
+ * Registers buf in the PD of link (on buf's device), which alone may then
+ * reach it, by the keys it now has: 0 or -errno.
+ */
+int smc_rdma_buf_register(struct smc_rdma_buf *buf, struct smc_rdma_link *link);
+
+/*
+ * Deregisters buf, if it is registered: its keys die.  false if the device
+ * refused (logged): the buffer must never be used again.
+ */
+bool smc_rdma_buf_unregister(struct smc_rdma_buf *buf);
+
+/* Deregisters buf and gives it back to its pool (leaked if it cannot be deregistered). */
 void smc_rdma_buf_put(struct smc_rdma_buf *buf);
+
+/* The CDC flags after which a peer WRITEs no more into the connection's RMB. */
+#define SMC_RDMA_PEER_STOPPED \
+	(SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED | SMC_CDC_PEER_CONN_ABORT)
+
+/*
+ * The RMB buf of a connection (token: ours) that is released while the
+ * peer may still WRITE into it (no CDC of its said SMC_RDMA_PEER_STOPPED:
+ * WRITEs it posted before it saw our close may be on their way): it stays
+ * registered, and unused, until the peer's CDC for that token says it
+ * stopped, the link is freed, or SMC_CLC_WAIT_MS pass (a peer that was
+ * aborted says nothing more); then it goes back to its pool.  Deregistered
+ * at once, a late WRITE of a well-behaved peer would fail its link, and
+ * every connection on it.
+ */
+void smc_rdma_link_retire(struct smc_rdma_link *link, uint32_t token, struct smc_rdma_buf *buf);
 
 /*
  * The link to the process at peer (its instance in peer_lcl->peer_id),

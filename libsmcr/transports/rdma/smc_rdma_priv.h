@@ -50,10 +50,10 @@ struct smc_rdma_poller_ops {
 struct rdma_dev {
 	struct ibv_context *cm_verbs;		/* librdmacm's: which device */
 	struct ibv_context *verbs;		/* ours: every object on the device */
-	struct ibv_pd *pd;
 	struct ibv_comp_channel *chan;
 	struct poll_src async_src, cq_src;
-	struct smc_rdma_buf *pool[2][SMC_RMB_MAX_CLASS_R + 1];	/* [remote writable] */
+	/* [remote writable]: unregistered memory, registered per connection (smc_rdma_dev.c) */
+	struct smc_rdma_buf *pool[2][SMC_RMB_MAX_CLASS_R + 1];
 	/*
 	 * An iWARP device, where two things are done differently because of
 	 * siw (Linux 6.1), measured in rdma_peer:
@@ -83,6 +83,7 @@ struct smc_rdma_link {
 	enum kind kind;
 	struct rdma_dev *dev;
 	struct rdma_cm_id *id;
+	struct ibv_pd *pd;			/* the link's own: its QP, receives, connections' buffers */
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	struct sockaddr_storage peer;		/* its address (port 0) */
@@ -121,6 +122,7 @@ struct smc_rdma_state {
 	struct smc_rdma_link *links;		/* connecting or up */
 	struct smc_rdma_link *reap;		/* dead and unreferenced */
 	struct rdma_connecting *connecting;	/* links being connected by a thread of ours */
+	struct smc_rdma_buf *retired;		/* RMBs a peer may still write (smc_rdma_link_retire) */
 	unsigned int send_slots, recv_slots;
 	uint64_t rearm_at;			/* the poller's: when to arm the rearm_due links (0: none) */
 	unsigned int idle_ms;			/* idle links go after this; 0: never */
