@@ -1,8 +1,9 @@
 /*
  * smc_wake.h - the waking primitives both transports (smc_shm.c,
  * smc_rdma.c) build their wait() and wake() from: a "wake me" word that a
- * waker claims before it pays for a wake-up, an eventfd signalled for poll
- * and epoll, a futex, and the TCP socket under the connection, which a
+ * waker claims before it pays for a wake-up, a descriptor signalled for
+ * poll and epoll (shared memory: a wake-up channel, base/sys.h; RDMA: an
+ * eventfd of the process's own), a futex, and the TCP socket under the connection, which a
  * sleeper asks every SMC_LIVENESS_MS whether the peer is still there.
  */
 #ifndef SMCR_SMC_WAKE_H
