@@ -129,13 +129,16 @@ static int stats_region(bool bad)
 {
 	const size_t bytes = smcr_stats_region_size();
 	int fd = memfd(bytes, MFD_ALLOW_SEALING, 0);
-	struct smcr_stats *s = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	struct smcr_stats *s;
 
+	/* as libsmcr makes it: every page allocated, its size sealed */
+	CHECK(fallocate(fd, 0, 0, (off_t)bytes) == 0);
+	s = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	CHECK(s != MAP_FAILED);
 	s->layout = SMCR_STATS_LAYOUT + bad;
 	s->size = sizeof(*s);
 	munmap(s, bytes);
-	CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0);
+	CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0);
 	return fd;
 }
 
