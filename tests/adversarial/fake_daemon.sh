@@ -50,18 +50,11 @@ wait_for "$WORK/impostor.out" '^listening' || { fail "the impostor's daemon did 
 # Root's programs, told to find smcrd there.
 head -c $((1 << 20)) /dev/urandom > "$WORK/data"
 export SMCR_RUNDIR=$fake
-start_bg server smcr socat -u "TCP-LISTEN:$PORT,bind=$TEST_ADDR,reuseaddr" "CREATE:$WORK/got"
-server=$LAST_PID
-wait_listen "$PORT" "$server" || finish
-run_mode smcr socat -u "FILE:$WORK/data" "TCP:$TEST_ADDR:$PORT" 2> "$WORK/client.err"
-expect_eq "client exit status" "$?" 0
-until_true eval '! kill -0 "$server" 2> /dev/null' || fail "the server did not end with the connection"
-stop_bg "$server"
-expect_eq "the bytes, over TCP" "$(sha256sum < "$WORK/got")" "$(sha256sum < "$WORK/data")"
+socat_transfer over_tcp "$PORT"
 sent=$(tail -n 1 "$fake/impostor.log" 2> /dev/null | sed -n 's/.*descriptors so far //p')
 expect_eq "descriptors the impostor's daemon was sent" "${sent:-0}" 0
 for side in server client; do
-	n=$(grep -c "is not root's (uid $TEST_UID): not used" "$WORK/$side.err")
+	n=$(grep -c "is not root's (uid $TEST_UID): not used" "$WORK/over_tcp-$side.err")
 	[ "$n" -ge 1 ] && pass "$side: libsmcr refused the impostor ($n times)" ||
 		fail "$side: libsmcr never said it refused the impostor"
 done

@@ -17,6 +17,8 @@
 #                      (gives up early if process PID, the server, exits)
 #   wait_listen PORT [PID] the same, without connecting to it
 #   stop_bg PID [SIG [SECS]]   stops such a server so that it exits cleanly
+#   socat_transfer NAME PORT [LISTEN_OPTS [CONNECT_OPTS]]   a preloaded socat
+#                      pair moves $WORK/data into $WORK/got, every byte (below)
 #   summary FILE PROG [PID]    the counters of a libsmcr exit summary
 #   $PY                the distribution's python3
 #   wait_for FILE PATTERN, capture FILE FILTER, option_on_wire FILE PORT
@@ -316,6 +318,26 @@ wait_listen() {
 		sleep 0.1
 	done
 	echo "FAIL: nothing listens on port $1"; FAILED=1; return 1
+}
+
+# socat_transfer NAME PORT [LISTEN_OPTS [CONNECT_OPTS]]: a preloaded socat
+# listening on PORT (its address options after LISTEN_OPTS' comma) takes
+# $WORK/data from a preloaded socat client (CONNECT_OPTS) into $WORK/got;
+# the client exits 0, the server ends with the connection, and every byte
+# came.  Their logs: $WORK/NAME-server.out/.err, $WORK/NAME-client.err.
+socat_transfer() {
+	local name=$1 port=$2 server
+	rm -f "$WORK/got"
+	start_bg "$name-server" smcr socat -u "TCP-LISTEN:$port,bind=$TEST_ADDR,reuseaddr${3:-}" \
+		"CREATE:$WORK/got"
+	server=$LAST_PID
+	wait_listen "$port" "$server" || finish
+	run_mode smcr socat -u "FILE:$WORK/data" "TCP:$TEST_ADDR:$port${4:-}" 2> "$WORK/$name-client.err"
+	expect_eq "$name: client exit status" "$?" 0
+	until_true eval '! kill -0 "$server" 2> /dev/null' ||
+		fail "$name: the server did not end with the connection"
+	stop_bg "$server"
+	expect_eq "$name: the bytes" "$(sha256sum < "$WORK/got")" "$(sha256sum < "$WORK/data")"
 }
 
 # The number of debug lines in FILE saying libsmcr saw a connection of KIND

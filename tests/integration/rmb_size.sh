@@ -14,20 +14,6 @@ head -c $((4 << 20)) /dev/urandom > "$WORK/data"
 # rmbs CLASS: how many of our RMBs of that class (16KiB ... 1MiB) were made on shm.
 rmbs() { transport_counter "rmbs.$1"; }
 
-# transfer NAME SERVER_OPTS CLIENT_OPTS: a preloaded socat pair moves the data.
-transfer() {
-	rm -f "$WORK/got"
-	start_bg "server-$1" smcr socat -u "TCP-LISTEN:$PORT,bind=$TEST_ADDR,reuseaddr$2" \
-		"CREATE:$WORK/got"
-	local server=$LAST_PID
-	wait_listen "$PORT" "$server" || finish
-	run_mode smcr socat -u "FILE:$WORK/data" "TCP:$TEST_ADDR:$PORT$3" 2> "$WORK/client-$1.err"
-	expect_eq "$1: client exit status" "$?" 0
-	until_true eval '! kill -0 "$server" 2> /dev/null' || fail "$1: the server did not end"
-	stop_bg "$server"
-	expect_eq "$1: the bytes" "$(sha256sum < "$WORK/got")" "$(sha256sum < "$WORK/data")"
-}
-
 # rmb_counts NAME WANT: the histogram's counts for 16KiB 32KiB ... 1MiB since
 # the last call are WANT (seven numbers).
 last=(0 0 0 0 0 0 0)
@@ -44,7 +30,7 @@ rmb_counts() {
 }
 
 "$BIN/smcrctl" -c "$CONF" set rmb_size=16 > /dev/null
-transfer "rmb_size 16" "" ""
+socat_transfer rmb_size_16 "$PORT"
 rmb_counts "rmb_size 16" "2 0 0 0 0 0 0"
 on_transport "rmb_size 16" 1 $((4 << 20))
 
@@ -62,7 +48,7 @@ stop_bg "$long"
 rmb_counts "a reload while the server runs" "3 0 0 3 0 0 0"
 
 # SO_RCVBUF before listen (the accepted socket takes the listener's) and before connect
-transfer "SO_RCVBUF" ",rcvbuf=32768" ",rcvbuf=1000000"
+socat_transfer SO_RCVBUF "$PORT" ",rcvbuf=32768" ",rcvbuf=1000000"
 rmb_counts "SO_RCVBUF 32 KiB (server), 1000000 bytes (client)" "0 1 0 0 0 0 1"
 on_transport "SO_RCVBUF" 1 $((4 << 20))
 stop_bg "$SMCRD_PID"
