@@ -220,6 +220,15 @@ int smcr_fd_next_in(unsigned int first, unsigned int last, enum smcr_fd_state st
 	return -1;
 }
 
+int smcr_fd_of_sock(const struct smcr_sock *sk)
+{
+	for (int fd = next_tracked(0, SMCR_FD_MAX - 1); sk && fd >= 0;
+	     fd = next_tracked((unsigned int)fd + 1, SMCR_FD_MAX - 1))
+		if (smcr_fd_sock(fd) == sk)
+			return fd;
+	return -1;
+}
+
 void smcr_fd_copy(int oldfd, int newfd)
 {
 	enum smcr_fd_state state = smcr_fd_get(oldfd);

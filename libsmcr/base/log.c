@@ -7,7 +7,9 @@
  * threads do not interleave.  The C library's syscall() is interposed too,
  * only to watch for clone (entry/preload_clone.c): a write passes straight
  * through it.  Nothing goes to a regular file once the process limits
- * the size of the files it writes (smcr_log_file_limit).
+ * the size of the files it writes (smcr_log_file_limit), and none where a
+ * seccomp filter it installed forbids the write (base/filter.h): a debug
+ * line must not be what kills a sandboxed process.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,6 +26,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "filter.h"
 #include "log.h"
 
 int smcr_log_level = SMCR_LOG_ERROR;
@@ -114,6 +117,17 @@ size_t smcr_log_format(char *buf, size_t size, int pid, enum smcr_log_level leve
 	return len;
 }
 
+/*
+ * Whether a seccomp filter the process installed lets the log make call nr
+ * (fd, buf, len): a line is dropped rather than kill a sandboxed process.
+ */
+static bool permitted(long nr, int fd, const void *buf, size_t len)
+{
+	const uint64_t args[6] = { (uint64_t)fd, (uint64_t)(uintptr_t)buf, len };
+
+	return !smcr_filter_any() || smcr_filter_permits(nr, args);
+}
+
 void smcr_log_write(enum smcr_log_level level, const char *fmt, ...)
 {
 	static const int syslog_prio[] = {
@@ -127,11 +141,12 @@ void smcr_log_write(enum smcr_log_level level, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	size_t len = log_vformat(line, sizeof(line), getpid(), level, fmt, ap);
+	size_t len = log_vformat(line, sizeof(line), permitted(SYS_getpid, 0, NULL, 0) ? getpid() : 0,
+				 level, fmt, ap);
 	va_end(ap);
-	if (log_to_syslog)
+	if (log_to_syslog && permitted(SYS_sendto, 0, NULL, 0))
 		syslog(LOG_USER | syslog_prio[level], "%.*s", (int)len - 1, line);
-	else if (len && log_fd_writable())
+	else if (!log_to_syslog && len && log_fd_writable() && permitted(SYS_write, log_fd, line, len))
 		(void)syscall(SYS_write, log_fd, line, len);
 	errno = saved_errno;
 }

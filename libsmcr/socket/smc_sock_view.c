@@ -48,6 +48,7 @@
 #include "conn_table.h"
 #include "control.h"
 #include "control_proto.h"
+#include "fdtable.h"
 #include "log.h"
 #include "real.h"
 #include "shm_broker_client.h"
@@ -975,9 +976,13 @@ void smcr_sock_confine(void)
 
 	__atomic_store_n(&confined, true, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&all_lock);
-	for (struct smcr_sock *sk = all; sk; sk = sk->next)
-		if (phase_of(sk) <= SMCR_SOCK_SETUP && sk->conn.sock >= 0)
-			settle(sk, sk->conn.sock, true, SMC_CLC_WAIT_MS);
+	for (struct smcr_sock *sk = all; sk; sk = sk->next) {
+		/* the number it was known by may be closed, a dup of it not (vsftpd's 0 and 1) */
+		int fd = sk->conn.sock >= 0 ? sk->conn.sock : smcr_fd_of_sock(sk);
+
+		if (phase_of(sk) <= SMCR_SOCK_SETUP && fd >= 0)
+			settle(sk, fd, true, SMC_CLC_WAIT_MS);
+	}
 	pthread_mutex_unlock(&all_lock);
 	errno = saved_errno;
 }

@@ -690,6 +690,66 @@ static void row_confined_child(void)
 	CALL("the child's end", waitpid(child, &status, 0) == child ? status : -1);
 }
 
+/*
+ * vsftpd's pre-login process: a connection accepted but not yet used is
+ * handed to a child of the raw clone system call, which puts it on a
+ * descriptor of its own, closes the number it came by, and installs a
+ * seccomp filter that kills on the socket calls (recvfrom, sendto), waits
+ * (poll, ppoll) and futex, before its first read or write.  What libsmcr
+ * must still do on that connection has to be done before the filter goes
+ * in.  The client connects without blocking and says nothing until the
+ * child is on its way, so that no Accept has gone out before it confines.
+ * The child closes its copy of the listener first, so that its
+ * confinement leaves the parent's listener as it was.
+ */
+static void row_sandboxed_handoff(void)
+{
+	static const int killed[] = { SYS_recvfrom, SYS_sendto, SYS_poll, SYS_ppoll, SYS_futex };
+	struct sock_filter code[2 + 2 * (sizeof(killed) / sizeof(killed[0]))];
+	struct sock_fprog prog = { .filter = code };
+	struct sockaddr_in a = loopback();
+	char buf[8] = { 0 };
+	int c, s, status;
+	long child;
+
+	puts("== an unused connection, handed to a sandboxed child of the raw clone");
+	code[prog.len++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+							 offsetof(struct seccomp_data, nr));
+	for (size_t i = 0; i < sizeof(killed) / sizeof(killed[0]); i++) {
+		code[prog.len++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+								 (unsigned int)killed[i], 0, 1);
+		code[prog.len++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+								 SECCOMP_RET_KILL_PROCESS);
+	}
+	code[prog.len++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	if (c < 0 || (connect(c, (void *)&a, sizeof(a)) != 0 && errno != EINPROGRESS) ||
+	    (s = accept(listener, NULL, NULL)) < 0) {
+		perror("handoff");
+		exit(1);
+	}
+	fflush(stdout);
+	child = syscall(SYS_clone, (long)SIGCHLD, 0L, 0L, 0L, 0L);
+	if (child == 0) {
+		close(listener);
+		close(c);
+		if (dup2(s, 20) != 20 || close(s) != 0 ||
+		    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+			_exit(3);
+		_exit(read(20, buf, 4) == 4 && write(20, "pong", 4) == 4 ? 0 : 4);
+	}
+	CALL("clone", child > 0);
+	close(s);
+	show_poll("the client's poll", c, POLLOUT, FOREVER);
+	CALL("blocking again", fcntl(c, F_SETFL, 0));
+	CALL("send", send(c, "ping", 4, 0));
+	CALL("recv, all of it", recv(c, buf, 4, MSG_WAITALL));
+	printf("%-44s %.4s\n", "bytes", buf);
+	CALL("the child's end", waitpid((pid_t)child, &status, 0) == child ? status : -1);
+	close(c);
+}
+
 /* The next line the peer c got, printed as what. */
 /*
  * A sandboxed child, as vsftpd's and OpenSSH's: it sets up a connection,
@@ -895,6 +955,7 @@ int main(int argc, char **argv)
 	row_stdio();
 	row_dup2_over_high();
 	row_every_call();
+	row_sandboxed_handoff();
 	row_seccomp_child();
 	closefrom(listener);
 	printf("connections: %d\n", pairs);

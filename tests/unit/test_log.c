@@ -9,11 +9,16 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "filter.h"
 #include "log.h"
 #include "stats.h"
 
@@ -128,6 +133,47 @@ static void no_line_to_a_file_past_its_limit(void **state)
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/*
+ * Writes one error line in a child whose seccomp filter kills on write;
+ * returns its wait status.  told: whether the filter is made known
+ * (base/filter.h), as the interposed prctl does before installing it.
+ */
+static int log_under_filter(bool told)
+{
+	struct sock_filter kill_write[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = 4, .filter = kill_write };
+	int status = -1;
+	pid_t child = fork();
+
+	if (child == 0) {
+		if (told && !smcr_filter_installed(&prog))
+			_exit(2);
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+			_exit(3);
+		smcr_log(SMCR_LOG_ERROR, "a line the filter forbids");
+		syscall(SYS_exit_group, 0);
+	}
+	assert_int_equal(waitpid(child, &status, 0), child);
+	return status;
+}
+
+/* A sandbox's filter that forbids write would make a log line SIGSYS: none is written. */
+static void no_line_that_a_filter_forbids(void **state)
+{
+	int status = log_under_filter(false);
+
+	(void)state;
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS);     /* the danger */
+	status = log_under_filter(true);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 static void stats_line_and_reset(void **state)
 {
 	(void)state;
@@ -168,6 +214,7 @@ int main(void)
 		cmocka_unit_test(logging_keeps_errno),
 		cmocka_unit_test(sockaddr_names),
 		cmocka_unit_test(no_line_to_a_file_past_its_limit),
+		cmocka_unit_test(no_line_that_a_filter_forbids),
 		cmocka_unit_test(stats_line_and_reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
