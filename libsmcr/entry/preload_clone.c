@@ -8,21 +8,83 @@
  * it.  A clone that shares the address space (a thread, vfork) is no new
  * process to us.  The seccomp system call tells preload_confine.c first
  * (confine.h).  Every other number passes straight through.
+ *
+ * The raw call also leaves the child the C library's idea of its parent's
+ * thread: the thread id it caches, which it writes as the owner of each
+ * mutex it takes, and no robust list registered with the kernel (fork()
+ * sets both).  The kernel frees a dead thread's robust mutexes only through
+ * its list, and only those whose owner id is its own, so a child that died
+ * holding a connection's state lock (robust and shared between processes)
+ * left every other holder waiting on it for ever.  The child is told both
+ * before anything else runs in it.  The id's place is the one the C
+ * library describes to debuggers (_thread_db_pthread_tid: size in bits,
+ * count, offset in its thread structure), trusted only if the parent's own
+ * id is found there.
  */
+#include <dlfcn.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include "confine.h"
+#include "filter.h"
 #include "fork.h"
 #include "real.h"
+
+/* What fork() would have told the child about its thread (NULL: unknown). */
+struct thread_identity {
+	pid_t *cached_tid;      /* the C library's copy of this thread's id */
+	void *robust_head;      /* this thread's robust list, as registered */
+	size_t robust_len;
+};
 
 struct raw_clone {
 	long number;
 	long args[6];
+	struct thread_identity identity;
 };
+
+static bool permitted(long nr)
+{
+	static const uint64_t no_args[6];
+
+	return smcr_filter_permits(nr, no_args);
+}
+
+/* In the parent: where the calling thread's identity lives. */
+static void identity_find(struct thread_identity *id)
+{
+	const uint32_t *tid_field = dlsym(RTLD_DEFAULT, "_thread_db_pthread_tid");
+	const uint32_t *thread_size = dlsym(RTLD_DEFAULT, "_thread_db_sizeof_pthread");
+
+	*id = (struct thread_identity){ 0 };
+	if (!permitted(SYS_gettid) || !permitted(SYS_get_robust_list) ||
+	    !permitted(SYS_set_robust_list))
+		return;
+	if (tid_field && thread_size && tid_field[0] == 8 * sizeof(pid_t) && tid_field[1] == 1 &&
+	    tid_field[2] + sizeof(pid_t) <= *thread_size) {
+		pid_t *cached = (pid_t *)((char *)pthread_self() + tid_field[2]);
+
+		if (*cached == gettid())
+			id->cached_tid = cached;
+	}
+	if (REAL(syscall)(SYS_get_robust_list, 0L, &id->robust_head, &id->robust_len) != 0)
+		id->robust_head = NULL;
+}
+
+/* In the child: its own identity, as fork() would have set it. */
+static void identity_set(const struct thread_identity *id)
+{
+	if (id->cached_tid)
+		*id->cached_tid = gettid();
+	if (id->robust_head)
+		(void)REAL(syscall)(SYS_set_robust_list, id->robust_head, id->robust_len);
+}
 
 static long call_raw(void *arg)
 {
@@ -30,6 +92,16 @@ static long call_raw(void *arg)
 
 	return REAL(syscall)(c->number, c->args[0], c->args[1], c->args[2], c->args[3],
 			     c->args[4], c->args[5]);
+}
+
+static long fork_raw(void *arg)
+{
+	const struct raw_clone *c = arg;
+	long rc = call_raw(arg);
+
+	if (rc == 0)
+		identity_set(&c->identity);
+	return rc;
 }
 
 /* Whether the call makes a process with its own memory: a fork. */
@@ -59,5 +131,8 @@ long syscall(long number, ...)
 				      c.args[0] == SECCOMP_SET_MODE_STRICT))
 		smcr_before_seccomp(c.args[0] == SECCOMP_SET_MODE_FILTER ? SECCOMP_MODE_FILTER :
 					     SECCOMP_MODE_STRICT, (const void *)c.args[2]);
-	return forks(&c) ? smcr_fork_by(call_raw, &c) : call_raw(&c);
+	if (!forks(&c))
+		return call_raw(&c);
+	identity_find(&c.identity);
+	return smcr_fork_by(fork_raw, &c);
 }
