@@ -220,11 +220,11 @@ int smcr_fd_next_in(unsigned int first, unsigned int last, enum smcr_fd_state st
 	return -1;
 }
 
-int smcr_fd_of_sock(const struct smcr_sock *sk)
+int smcr_fd_next_sock(unsigned int first)
 {
-	for (int fd = next_tracked(0, SMCR_FD_MAX - 1); sk && fd >= 0;
+	for (int fd = next_tracked(first, SMCR_FD_MAX - 1); fd >= 0;
 	     fd = next_tracked((unsigned int)fd + 1, SMCR_FD_MAX - 1))
-		if (smcr_fd_sock(fd) == sk)
+		if (smcr_fd_sock(fd))
 			return fd;
 	return -1;
 }

@@ -179,8 +179,8 @@ void smcr_fd_forget_range(unsigned int first, unsigned int last);
 /* The lowest descriptor in [first, last] that is in state, or -1. */
 int smcr_fd_next_in(unsigned int first, unsigned int last, enum smcr_fd_state state);
 
-/* The lowest descriptor that names sk (NULL never matches), or -1. */
-int smcr_fd_of_sock(const struct smcr_sock *sk);
+/* The lowest descriptor from first on that names a connection (smcr_fd_sock), or -1. */
+int smcr_fd_next_sock(unsigned int first);
 
 /* newfd is now a duplicate of oldfd (dup, dup2, dup3, F_DUPFD): same state, reason, record, objects. */
 void smcr_fd_copy(int oldfd, int newfd);

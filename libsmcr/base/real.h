@@ -98,7 +98,18 @@
 	/* a seccomp filter, which libsmcr's own calls must keep within */          \
 	X(int, prctl, (int, ...))                                                   \
 	/* the CPUs the process may run on, which decide whether a wait spins */   \
-	X(int, sched_setaffinity, (pid_t, size_t, const cpu_set_t *))
+	X(int, sched_setaffinity, (pid_t, size_t, const cpu_set_t *))              \
+	/* an exec, which hands this image's holds to the next (preload_exec.c;   \
+	   each form is made as execve, execvpe, execveat or fexecve) */           \
+	X(int, execve, (const char *, char *const *, char *const *))                \
+	X(int, execv, (const char *, char *const *))                                \
+	X(int, execvpe, (const char *, char *const *, char *const *))               \
+	X(int, execvp, (const char *, char *const *))                               \
+	X(int, execl, (const char *, const char *, ...))                            \
+	X(int, execlp, (const char *, const char *, ...))                           \
+	X(int, execle, (const char *, const char *, ...))                           \
+	X(int, fexecve, (int, char *const *, char *const *))                        \
+	X(int, execveat, (int, const char *, char *const *, char *const *, int))
 
 #define SMCR_REAL_TYPEDEF(ret, name, params) typedef ret(*smcr_real_##name##_t) params;
 SMCR_REAL_FUNCS(SMCR_REAL_TYPEDEF)

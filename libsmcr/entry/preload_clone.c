@@ -7,7 +7,8 @@
  * without being counted, so that the parent's close would end them under
  * it.  A clone that shares the address space (a thread, vfork) is no new
  * process to us.  The seccomp system call tells preload_confine.c first
- * (confine.h).  Every other number passes straight through.
+ * (confine.h), and execve and execveat are made around the hand-over of
+ * preload_exec.c (exec.h).  Every other number passes straight through.
  *
  * The raw call also leaves the child the C library's idea of its parent's
  * thread: the thread id it caches, which it writes as the owner of each
@@ -32,6 +33,7 @@
 #include <unistd.h>
 
 #include "confine.h"
+#include "exec.h"
 #include "filter.h"
 #include "fork.h"
 #include "real.h"
@@ -131,6 +133,8 @@ long syscall(long number, ...)
 				      c.args[0] == SECCOMP_SET_MODE_STRICT))
 		smcr_before_seccomp(c.args[0] == SECCOMP_SET_MODE_FILTER ? SECCOMP_MODE_FILTER :
 					     SECCOMP_MODE_STRICT, (const void *)c.args[2]);
+	if (number == SYS_execve || number == SYS_execveat)
+		return smcr_exec_by(call_raw, &c);
 	if (!forks(&c))
 		return call_raw(&c);
 	identity_find(&c.identity);

@@ -78,6 +78,19 @@ enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk);
 void smcr_sock_confine(void);
 
 /*
+ * An exec is about to replace this image: each descriptor of a connection
+ * that stays open across it (no FD_CLOEXEC) will be a view of the new
+ * image (smcr_sock_adopt takes one hold in flight per descriptor), so each
+ * is counted as a hold in flight, as a message carrying it would be, and
+ * this image's own hold becomes one of them.  Without that the new image
+ * added its holds to the old one's, which nobody gave back: a connection
+ * the new image closed was not ended, and its buffers stayed held until
+ * the process exited.  smcr_sock_exec_failed takes them back.
+ */
+void smcr_sock_exec_prepare(void);
+void smcr_sock_exec_failed(void);
+
+/*
  * Drives the CLC exchange of fd as far as it goes without waiting, or
  * (may_wait, and fd blocking) to its end, however long the peer takes to
  * begin its next message, as a TCP call waits for data.  Returns the phase

@@ -49,6 +49,7 @@ struct smcr_sock {
 	int reached_fd, reached_wake_tx; /* server: the client's buffer, got before our
 					    Accept (setup_reach); -1: none */
 	struct smc_conn conn;
+	unsigned int exec_passed;       /* holds passed to the image an exec makes */
 	struct smcr_sock *prev, *next;  /* every connection of the process */
 };
 

@@ -42,6 +42,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
@@ -49,6 +50,7 @@
 #include "control.h"
 #include "control_proto.h"
 #include "fdtable.h"
+#include "filter.h"
 #include "log.h"
 #include "real.h"
 #include "shm_broker_client.h"
@@ -106,6 +108,12 @@ void smcr_sock_on_phase_change(void (*changed)(int fd))
 	phase_changed = changed;
 }
 static struct smcr_sock *all;
+/*
+ * The process whose memory holds them, as getpid() said when one was
+ * linked or at a fork: a vfork child that execs runs in that memory but
+ * is another process, whose holds are not these.
+ */
+static pid_t all_pid;
 
 /* A sandbox's filter forbids calls of the fast path: no SMC from now on (smcr_sock_confine). */
 static bool confined;
@@ -499,6 +507,7 @@ static struct smcr_sock *view_new(int state_fd, bool fresh)
 	}
 	atomic_init(&sk->refs, 1);
 	pthread_mutex_lock(&all_lock);
+	all_pid = getpid();
 	sk->next = all;
 	if (all)
 		all->prev = sk;
@@ -652,6 +661,17 @@ void smcr_sock_negotiated(int fd, bool active)
 		smcr_sock_put(sk, fd);
 }
 
+/* Takes up to n of the holds in flight (messages, an exec); how many it took. */
+static unsigned int take_in_flight(struct smcr_sock *sk, unsigned int n)
+{
+	unsigned int flying = atomic_load(&sk->sh->in_flight), taken;
+
+	do
+		taken = flying < n ? flying : n;
+	while (taken && !atomic_compare_exchange_weak(&sk->sh->in_flight, &flying, flying - taken));
+	return taken;
+}
+
 void smcr_sock_adopt(int fd, bool active)
 {
 	struct smcr_sock *sk = NULL;
@@ -662,13 +682,8 @@ void smcr_sock_adopt(int fd, bool active)
 		return;         /* not on shared memory: plain TCP */
 	sk = view_new(fds[0], false);
 	if (sk) {
-		unsigned int flying = atomic_load(&sk->sh->in_flight);
-
-		/* a message's hold becomes ours; with none (exec), one more */
-		while (flying && !atomic_compare_exchange_weak(&sk->sh->in_flight, &flying,
-								 flying - 1))
-			;
-		if (!flying)
+		/* a message's or an exec's hold becomes ours; with none (a spawn), one more */
+		if (!take_in_flight(sk, 1))
 			atomic_fetch_add(&sk->sh->holders, 1);
 		sk->conn.sock = fd;
 		sk->conn.record = smcr_fd_record(fd);
@@ -735,6 +750,47 @@ void smcr_sock_passing(struct smcr_sock *sk, int count)
 	atomic_fetch_add(&sk->sh->in_flight, (unsigned int)count);
 }
 
+/* Whether fd stays open across an exec (asked only where a filter allows it). */
+static bool survives_exec(int fd)
+{
+	const uint64_t args[6] = { (uint64_t)fd, F_GETFD };
+	int flags;
+
+	if (!smcr_filter_permits(SYS_fcntl, args))
+		return false;
+	flags = REAL(fcntl)(fd, F_GETFD);
+	return flags >= 0 && !(flags & FD_CLOEXEC);
+}
+
+void smcr_sock_exec_prepare(void)
+{
+	pthread_mutex_lock(&all_lock);
+	/* a vfork child's new image adds holds of its own, as a spawned one's */
+	for (int fd = getpid() == all_pid ? smcr_fd_next_sock(0) : -1; fd >= 0;
+	     fd = smcr_fd_next_sock((unsigned int)fd + 1))
+		if (survives_exec(fd))
+			smcr_fd_sock(fd)->exec_passed++;
+	for (struct smcr_sock *sk = all; sk; sk = sk->next)
+		if (sk->exec_passed) {
+			/* this image's hold is one of them: the new image takes its place */
+			atomic_fetch_add(&sk->sh->holders, sk->exec_passed - 1);
+			atomic_fetch_add(&sk->sh->in_flight, sk->exec_passed);
+		}
+	pthread_mutex_unlock(&all_lock);
+}
+
+void smcr_sock_exec_failed(void)
+{
+	pthread_mutex_lock(&all_lock);
+	for (struct smcr_sock *sk = all; sk; sk = sk->next)
+		if (sk->exec_passed) {
+			take_in_flight(sk, sk->exec_passed);
+			atomic_fetch_sub(&sk->sh->holders, sk->exec_passed - 1);
+			sk->exec_passed = 0;
+		}
+	pthread_mutex_unlock(&all_lock);
+}
+
 /* fork(), before: every connection is about to be held by one process more. */
 void smcr_sock_fork_prepare(void)
 {
@@ -757,6 +813,7 @@ void smcr_sock_fork_done(void)
  */
 void smcr_sock_fork_child(void)
 {
+	all_pid = getpid();
 	for (struct smcr_sock *sk = all; sk; sk = sk->next) {
 		if (!sk->conn.ops->setup.lost_by_fork || !sk->conn.priv)
 			continue;
@@ -970,6 +1027,15 @@ enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wai
 	return settle(sk, fd, may_wait, 0);
 }
 
+/* The lowest descriptor that names sk, or -1. */
+static int fd_naming(const struct smcr_sock *sk)
+{
+	for (int fd = smcr_fd_next_sock(0); fd >= 0; fd = smcr_fd_next_sock((unsigned int)fd + 1))
+		if (smcr_fd_sock(fd) == sk)
+			return fd;
+	return -1;
+}
+
 void smcr_sock_confine(void)
 {
 	int saved_errno = errno;
@@ -978,7 +1044,7 @@ void smcr_sock_confine(void)
 	pthread_mutex_lock(&all_lock);
 	for (struct smcr_sock *sk = all; sk; sk = sk->next) {
 		/* the number it was known by may be closed, a dup of it not (vsftpd's 0 and 1) */
-		int fd = sk->conn.sock >= 0 ? sk->conn.sock : smcr_fd_of_sock(sk);
+		int fd = sk->conn.sock >= 0 ? sk->conn.sock : fd_naming(sk);
 
 		if (phase_of(sk) <= SMCR_SOCK_SETUP && fd >= 0)
 			settle(sk, fd, true, SMC_CLC_WAIT_MS);

@@ -691,6 +691,35 @@ static void row_confined_child(void)
 }
 
 /*
+ * Every form of exec, of a program that does not exist: each returns as
+ * without libsmcr, which hands the connections' holds to the next image
+ * before each and takes them back after, and the connection goes on.
+ */
+static void row_exec_fails(void)
+{
+	char *const argv[] = { "smcr-no-such-program", NULL };
+	const char *gone = "/nonexistent/smcr-no-such-program";
+	char buf[4] = { 0 };
+	int c, s;
+
+	puts("== exec of a program that does not exist, every form");
+	pair(&c, &s);
+	CALL("execve", execve(gone, argv, environ));
+	CALL("execv", execv(gone, argv));
+	CALL("execvp, searched", execvp(argv[0], argv));
+	CALL("execvpe, searched", execvpe(argv[0], argv, environ));
+	CALL("execl", execl(gone, argv[0], (char *)NULL));
+	CALL("execlp, searched", execlp(argv[0], argv[0], (char *)NULL));
+	CALL("execle", execle(gone, argv[0], (char *)NULL, environ));
+	CALL("fexecve of no descriptor", fexecve(-1, argv, environ));
+	CALL("execveat", execveat(AT_FDCWD, gone, argv, environ, 0));
+	CALL("then send", send(c, "exec", 4, 0));
+	CALL("and recv", recv(s, buf, 4, MSG_WAITALL));
+	printf("%-44s %.4s\n", "bytes", buf);
+	unpair(c, s);
+}
+
+/*
  * vsftpd's pre-login process: a connection accepted but not yet used is
  * handed to a child of the raw clone system call, which puts it on a
  * descriptor of its own, closes the number it came by, and installs a
@@ -951,6 +980,7 @@ int main(int argc, char **argv)
 	row_nested(BY_SELECT, "select", false);
 	row_nested(BY_PSELECT, "pselect", false);
 	row_raw_clone();
+	row_exec_fails();
 	row_confined_child();
 	row_stdio();
 	row_dup2_over_high();

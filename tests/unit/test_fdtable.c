@@ -84,22 +84,24 @@ static void forget_and_copy(void **state)
 	assert_int_equal(smcr_fd_get(10), SMCR_FD_TCP_LISTENER);
 }
 
-/* A connection is found by any number that names it: its first may be closed, a dup not. */
-static void sock_found_by_any_number(void **state)
+/* Every number that names a connection is found, a dup of it too, a plain socket not. */
+static void next_sock_finds_each_number(void **state)
 {
 	static char a, b;
 	struct smcr_sock *sk = (struct smcr_sock *)&a, *other = (struct smcr_sock *)&b;
 
 	(void)state;
-	assert_int_equal(smcr_fd_of_sock(sk), -1);
-	assert_true(smcr_fd_set(40, SMCR_FD_TCP_SERVER) && smcr_fd_set_sock(40, sk));
+	assert_int_equal(smcr_fd_next_sock(0), -1);
 	assert_true(smcr_fd_set(5, SMCR_FD_TCP_CLIENT) && smcr_fd_set_sock(5, other));
-	assert_int_equal(smcr_fd_of_sock(sk), 40);
+	assert_true(smcr_fd_set(40, SMCR_FD_TCP_SERVER) && smcr_fd_set_sock(40, sk));
+	assert_true(smcr_fd_set(41, SMCR_FD_TCP_SERVER));          /* on TCP: no connection */
+	assert_int_equal(smcr_fd_next_sock(0), 5);
+	assert_int_equal(smcr_fd_next_sock(6), 40);
+	assert_int_equal(smcr_fd_next_sock(41), -1);
 	smcr_fd_copy(40, 9000);                    /* dup2, as onto descriptor 0 */
 	smcr_fd_forget(40);                        /* and the original closed */
-	assert_int_equal(smcr_fd_of_sock(sk), 9000);
-	assert_int_equal(smcr_fd_of_sock(other), 5);
-	assert_int_equal(smcr_fd_of_sock(NULL), -1);
+	assert_int_equal(smcr_fd_next_sock(6), 9000);
+	assert_ptr_equal(smcr_fd_sock(9000), sk);
 }
 
 static void forget_range(void **state)
@@ -338,7 +340,7 @@ int main(void)
 		cmocka_unit_test_setup(out_of_range_is_untracked, reset),
 		cmocka_unit_test_setup(chunk_edges, reset),
 		cmocka_unit_test_setup(forget_and_copy, reset),
-		cmocka_unit_test_setup(sock_found_by_any_number, reset),
+		cmocka_unit_test_setup(next_sock_finds_each_number, reset),
 		cmocka_unit_test_setup(forget_range, reset),
 		cmocka_unit_test_setup(concurrent_first_use, reset),
 		cmocka_unit_test_setup(own_descriptors_stay, reset),
