@@ -366,6 +366,17 @@ void smcr_sock_setsockopt(struct smcr_sock *sk, int level, int name, const void 
 
 /* ---- readiness ---- */
 
+/* What of POLLOUT the TCP socket fd reports now, asked of the kernel. */
+static unsigned int tcp_writable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT | POLLWRNORM };
+	int saved_errno = errno;
+	unsigned int mask = smcr_sys_poll(&p, 1, 0) == 1 ? (unsigned int)p.revents : 0;
+
+	errno = saved_errno;
+	return mask & (POLLOUT | POLLWRNORM | POLLERR | POLLHUP);
+}
+
 unsigned int smcr_sock_poll(struct smcr_sock *sk)
 {
 	struct smc_conn *conn = &sk->conn;
@@ -377,6 +388,9 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 	case SMCR_SOCK_SMC:
 		break;
 	default:
+		/* a server that declined for want of a Proposal writes on TCP */
+		if (smcr_sock_writes_tcp(sk))
+			return tcp_writable(sk->conn.sock);
 		/*
 		 * A client in its CLC exchange is writable, as its connected TCP
 		 * socket is, until a send finds it is not: a program that waits
