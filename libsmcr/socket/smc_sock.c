@@ -240,6 +240,17 @@ int smcr_sock_shutdown(struct smcr_sock *sk, int fd, int how)
 	case SMCR_SOCK_IDLE:
 	case SMCR_SOCK_SETUP:
 		/*
+		 * A server that declined writes on TCP: our side of the exchange
+		 * is over, and a FIN after the Decline cuts nothing.
+		 */
+		if (smcr_sock_writes_tcp(sk) && how != SHUT_RD) {
+			if (REAL(shutdown)(fd, SHUT_WR))
+				return -1;
+			if (how == SHUT_WR)
+				return 0;
+			how = SHUT_RD;
+		}
+		/*
 		 * As over TCP it takes effect now, but a FIN in the middle of
 		 * the exchange would cut it: it is applied when it ends.
 		 */

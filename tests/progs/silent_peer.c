@@ -7,17 +7,20 @@
  *
  *   silent_peer ADDR PORT N BYTES
  *       N connections to ADDR:PORT (IPv4), all made before any is read;
- *       then, from each, a banner of BYTES bytes (10 s at most for all).  Prints
- *       per connection "conn I: decline 0xCODE then TEXT" when the stream
+ *       then, from each, a banner of BYTES bytes, and, if BYTES is not 0,
+ *       the stream to its end (10 s at most for all).  Prints per
+ *       connection "conn I: decline 0xCODE then TEXT, END" when the stream
  *       begins with a whole CLC Decline (CODE its diagnosis, TEXT what
- *       follows it), else "conn I: TEXT"; then "done", and holds the
- *       connections open until killed.
+ *       follows it; END "end" if the stream ended, else "open"), else
+ *       "conn I: TEXT, END"; then "done", and holds the connections open
+ *       until killed.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/bpf.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,25 +78,30 @@ static int marked_connect(int map, const struct sockaddr_in *sa)
 }
 
 /*
- * The banner of bytes from s into buf, after the Decline it may begin with
- * (then DECLINE_LEN more), until deadline (CLOCK_MONOTONIC seconds); how
- * many bytes came.
+ * The stream of s into buf, at most size bytes: BYTES of banner, after the
+ * Decline it may begin with; then, for a banner, to its end; until deadline
+ * (CLOCK_MONOTONIC seconds).  *ended: the stream ended.  How many came.
  */
-static size_t read_banner(int s, char *buf, size_t bytes, time_t deadline)
+static size_t read_banner(int s, char *buf, size_t size, size_t bytes, time_t deadline,
+			  bool *ended)
 {
 	static const char eyecatcher[] = "\xe2\xd4\xc3\xd9";
 	size_t got = 0, want = bytes;
 	struct timespec now;
 
-	while (got < want && clock_gettime(CLOCK_MONOTONIC, &now) == 0 && now.tv_sec < deadline) {
+	*ended = false;
+	while ((got < want || (bytes && got < size)) &&
+	       clock_gettime(CLOCK_MONOTONIC, &now) == 0 && now.tv_sec < deadline) {
 		struct pollfd p = { .fd = s, .events = POLLIN };
 		ssize_t n;
 
 		if (poll(&p, 1, 100) != 1)
 			continue;
-		n = recv(s, buf + got, want - got, 0);
-		if (n <= 0)
+		n = recv(s, buf + got, size - got, 0);
+		if (n <= 0) {
+			*ended = n == 0;
 			break;
+		}
 		got += (size_t)n;
 		if (got >= 4 && !memcmp(buf, eyecatcher, 4))
 			want = SMC_CLC_DECLINE_LEN + bytes;
@@ -102,18 +110,19 @@ static size_t read_banner(int s, char *buf, size_t bytes, time_t deadline)
 }
 
 /* What connection i received: the Decline it begins with, if whole, then the rest. */
-static void show(int i, const char *buf, size_t got)
+static void show(int i, const char *buf, size_t got, bool ended)
 {
+	const char *end = ended ? "end" : "open";
 	struct smc_clc_msg m;
 
 	if (got >= SMC_CLC_DECLINE_LEN &&
 	    smc_clc_decode((const uint8_t *)buf, SMC_CLC_DECLINE_LEN, &m) == SMCR_REASON_NONE &&
 	    m.hdr.type == SMC_CLC_DECLINE) {
-		printf("conn %d: decline 0x%08x then %.*s\n", i, m.decline.peer_diagnosis,
-		       (int)(got - SMC_CLC_DECLINE_LEN), buf + SMC_CLC_DECLINE_LEN);
+		printf("conn %d: decline 0x%08x then %.*s, %s\n", i, m.decline.peer_diagnosis,
+		       (int)(got - SMC_CLC_DECLINE_LEN), buf + SMC_CLC_DECLINE_LEN, end);
 		return;
 	}
-	printf("conn %d: %.*s\n", i, (int)got, buf);
+	printf("conn %d: %.*s, %s\n", i, (int)got, buf, end);
 }
 
 int main(int argc, char **argv)
@@ -132,7 +141,8 @@ int main(int argc, char **argv)
 	n = atoi(argv[3]);
 	bytes = strtoul(argv[4], NULL, 0);
 	socks = calloc((size_t)n, sizeof(*socks));
-	char *buf = malloc(SMC_CLC_DECLINE_LEN + bytes);
+	size_t size = SMC_CLC_DECLINE_LEN + bytes + 64;        /* room for what should not come */
+	char *buf = malloc(size);
 	if (!socks || !buf)
 		return 1;
 	map = owned_map();
@@ -141,7 +151,10 @@ int main(int argc, char **argv)
 	printf("connected %d\n", n);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	for (int i = 0; i < n; i++) {
-		show(i, buf, read_banner(socks[i], buf, bytes, now.tv_sec + 10));
+		bool ended;
+		size_t got = read_banner(socks[i], buf, size, bytes, now.tv_sec + 10, &ended);
+
+		show(i, buf, got, ended);
 	}
 	printf("done\n");
 	for (;;)
