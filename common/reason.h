@@ -21,6 +21,7 @@
 	X(POLICY, 0x03000200u, "address or port not allowed by smcr.conf, or SMC disabled") \
 	X(PEERCLOSED, 0x03000300u, "peer closed the connection during the CLC exchange") \
 	X(CONFINED, 0x03000400u, "the process cannot take smcrd's buffers (limits, sandbox)") \
+	X(NOPROPOSAL, 0x03000500u, "no CLC Proposal from the client before the server wrote") \
 	X(PEERNOSMC, 0x03010000u, "peer did not signal SMC in the TCP handshake")   \
 	X(IPSEC, 0x03020000u, "IPsec in use")                                       \
 	X(NOSMCDEV, 0x03030000u, "no usable SMC device or transport")               \

@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/epoll.h>
@@ -109,7 +110,12 @@
 	X(int, execlp, (const char *, const char *, ...))                           \
 	X(int, execle, (const char *, const char *, ...))                           \
 	X(int, fexecve, (int, char *const *, char *const *))                        \
-	X(int, execveat, (int, const char *, char *const *, char *const *, int))
+	X(int, execveat, (int, const char *, char *const *, char *const *, int))       \
+	/* a new process that starts with a new image (offers first) */            \
+	X(int, posix_spawn, (pid_t *, const char *, const posix_spawn_file_actions_t *, \
+			     const posix_spawnattr_t *, char *const *, char *const *))   \
+	X(int, posix_spawnp, (pid_t *, const char *, const posix_spawn_file_actions_t *, \
+			      const posix_spawnattr_t *, char *const *, char *const *))
 
 #define SMCR_REAL_TYPEDEF(ret, name, params) typedef ret(*smcr_real_##name##_t) params;
 SMCR_REAL_FUNCS(SMCR_REAL_TYPEDEF)

@@ -39,15 +39,26 @@ static inline bool tcp(int fd)
 
 /*
  * The SMC connection that serves a call on fd, or NULL when the call is the
- * kernel's (dontwait: the call must not wait for a CLC exchange).
+ * kernel's (dontwait: the call must not wait for a CLC exchange; sending:
+ * it writes, and a server may decline the exchange for it).
  */
-static inline struct smcr_sock *smc(int fd, bool dontwait)
+static inline struct smcr_sock *smc_call(int fd, bool dontwait, bool sending)
 {
 	struct smcr_sock *sk = smcr_fd_sock(fd);
 
 	if (__builtin_expect(sk == NULL, 1))
 		return NULL;
-	return smcr_sock_takes(sk, fd, dontwait) ? sk : NULL;
+	return smcr_sock_takes(sk, fd, dontwait, sending) ? sk : NULL;
+}
+
+static inline struct smcr_sock *smc(int fd, bool dontwait)
+{
+	return smc_call(fd, dontwait, false);
+}
+
+static inline struct smcr_sock *smc_out(int fd, bool dontwait)
+{
+	return smc_call(fd, dontwait, true);
 }
 
 /* The one iovec of a single-buffer call. */
@@ -266,7 +277,7 @@ int recvmmsg(int fd, struct mmsghdr *msgs, unsigned int vlen, int flags,
 ssize_t write(int fd, const void *buf, size_t len)
 {
 	bool is_tcp = tcp(fd);
-	struct smcr_sock *sk = is_tcp ? smc(fd, false) : NULL;
+	struct smcr_sock *sk = is_tcp ? smc_out(fd, false) : NULL;
 
 	if (sk)
 		return smcr_sock_send(sk, ONE(buf, len), 1, 0);
@@ -278,7 +289,7 @@ ssize_t write(int fd, const void *buf, size_t len)
 ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	bool is_tcp = tcp(fd);
-	struct smcr_sock *sk = is_tcp ? smc(fd, false) : NULL;
+	struct smcr_sock *sk = is_tcp ? smc_out(fd, false) : NULL;
 
 	if (sk)
 		return smcr_sock_send(sk, iov, iovcnt, 0);
@@ -290,7 +301,7 @@ ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
 	bool is_tcp = tcp(fd);
-	struct smcr_sock *sk = is_tcp ? smc(fd, flags & MSG_DONTWAIT) : NULL;
+	struct smcr_sock *sk = is_tcp ? smc_out(fd, flags & MSG_DONTWAIT) : NULL;
 
 	if (sk)
 		return smcr_sock_send(sk, ONE(buf, len), 1, flags);
@@ -303,7 +314,7 @@ ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sock
 	       socklen_t addrlen)
 {
 	bool is_tcp = tcp(fd);
-	struct smcr_sock *sk = is_tcp ? smc(fd, flags & MSG_DONTWAIT) : NULL;
+	struct smcr_sock *sk = is_tcp ? smc_out(fd, flags & MSG_DONTWAIT) : NULL;
 
 	if (sk)         /* a connected stream ignores the address, as TCP does */
 		return smcr_sock_send(sk, ONE(buf, len), 1, flags);
@@ -315,7 +326,7 @@ ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sock
 ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	bool is_tcp = tcp(fd);
-	struct smcr_sock *sk = is_tcp ? smc(fd, flags & MSG_DONTWAIT) : NULL;
+	struct smcr_sock *sk = is_tcp ? smc_out(fd, flags & MSG_DONTWAIT) : NULL;
 
 	if (sk)
 		return smcr_sock_send(sk, msg->msg_iov, (int)msg->msg_iovlen, flags);
@@ -331,7 +342,7 @@ ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 int sendmmsg(int fd, struct mmsghdr *msgs, unsigned int vlen, int flags)
 {
 	bool is_tcp = tcp(fd);
-	struct smcr_sock *sk = is_tcp && vlen ? smc(fd, flags & MSG_DONTWAIT) : NULL;
+	struct smcr_sock *sk = is_tcp && vlen ? smc_out(fd, flags & MSG_DONTWAIT) : NULL;
 
 	if (sk) {
 		unsigned int i;
@@ -361,7 +372,7 @@ int sendmmsg(int fd, struct mmsghdr *msgs, unsigned int vlen, int flags)
 ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 {
 	bool is_tcp = tcp(out_fd);
-	struct smcr_sock *sk = is_tcp ? smc(out_fd, false) : NULL;
+	struct smcr_sock *sk = is_tcp ? smc_out(out_fd, false) : NULL;
 
 	if (sk)
 		return smcr_sock_sendfile(sk, in_fd, offset, count);
@@ -373,7 +384,7 @@ ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t count)
 {
 	bool is_tcp = tcp(out_fd);
-	struct smcr_sock *sk = is_tcp ? smc(out_fd, false) : NULL;
+	struct smcr_sock *sk = is_tcp ? smc_out(out_fd, false) : NULL;
 
 	if (sk)
 		return smcr_sock_sendfile(sk, in_fd, offset, count);
@@ -388,7 +399,7 @@ ssize_t splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t le
 	bool in_tcp = tcp(fd_in), out_tcp = tcp(fd_out);
 	bool dontwait = flags & SPLICE_F_NONBLOCK;
 	struct smcr_sock *sk_in = in_tcp ? smc(fd_in, dontwait) : NULL;
-	struct smcr_sock *sk_out = out_tcp ? smc(fd_out, dontwait) : NULL;
+	struct smcr_sock *sk_out = out_tcp ? smc_out(fd_out, dontwait) : NULL;
 
 	if (sk_in && sk_out) {          /* one end of a splice is a pipe */
 		errno = EINVAL;

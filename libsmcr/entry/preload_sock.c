@@ -177,7 +177,7 @@ int shutdown(int fd, int how)
 	struct smcr_sock *sk = smcr_fd_sock(fd);
 
 	/* never waits for the CLC exchange: a shutdown during it is applied when it ends */
-	if (sk && smcr_sock_takes(sk, fd, true))
+	if (sk && smcr_sock_takes(sk, fd, true, false))
 		return smcr_sock_shutdown(sk, fd, how);
 	return REAL(shutdown)(fd, how);
 }
@@ -312,7 +312,7 @@ int ioctl(int fd, unsigned long request, ...)
 	struct smcr_sock *sk = smcr_fd_sock(fd);
 	int rc;
 
-	if (sk && arg && smcr_sock_takes(sk, fd, true) && smcr_sock_ioctl(sk, request, arg, &rc))
+	if (sk && arg && smcr_sock_takes(sk, fd, true, false) && smcr_sock_ioctl(sk, request, arg, &rc))
 		return rc;
 	rc = REAL(ioctl)(fd, request, arg);
 	if (rc == 0 && sk && request == FIONBIO && arg)

@@ -43,6 +43,20 @@
  * Each instance has its own lock, held while it is looked at and never
  * while sleeping.  The list of instances has another, taken first.
  *
+ * A deadline without news.  A server member in its CLC exchange (WATCH)
+ * whose application asks EPOLLOUT waits for the client's Proposal until a
+ * deadline (smcr_sock_want_send, started by the asking), at which the
+ * exchange declines and the connection is writable on TCP.  Nothing
+ * happens on any descriptor at that moment, so every look (collect)
+ * starts or reads each such member's deadline, drives the ones overdue to
+ * their Decline (then they report EPOLLOUT, and, edge-triggered, are
+ * looked at anew), and keeps the nearest in due_ms, which bounds the sleep
+ * that follows it under the same lock.  A deadline, once set, is never
+ * moved, and only comes nearer: read before the sleep, it bounds it, so no
+ * wakeup is lost.  A kernel event on a WATCH member (its TCP socket,
+ * EPOLLOUT included, once declined) also makes an edge-triggered member
+ * looked at anew.
+ *
  * Nested instances.  An instance of ours inside another epoll, or in poll
  * or select, is ready when its own epoll_wait would report something; the
  * kernel cannot tell, on two counts: it counts our registrations (a wake
@@ -126,6 +140,8 @@ struct smcr_epoll {
 	int count, cap;
 	uint32_t round;
 	int scan_from;          /* where the next scan starts: fairness */
+	int due_ms;             /* the last collect: ms until a member's Proposal is due
+				   (-1: none), which the sleep must not outlast */
 	struct smcr_spin spin;
 	struct smcr_epoll *prev, *next;
 };
@@ -180,6 +196,7 @@ static struct smcr_epoll *epoll_of(int epfd)
 	atomic_init(&ep->refs, 1);
 	pthread_mutex_init(&ep->lock, NULL);
 	ep->fd = epfd;
+	ep->due_ms = -1;
 	if (!smcr_fd_set_epoll(epfd, ep)) {
 		pthread_mutex_destroy(&ep->lock);
 		free(ep);
@@ -689,6 +706,26 @@ static void look_at_nested(struct smcr_epoll *ep, struct member *m, struct epoll
 }
 
 /*
+ * Under ep->lock: a WATCH member m that asks EPOLLOUT of a server in its
+ * exchange: driven to its Decline if its Proposal is overdue, its deadline
+ * kept in ep->due_ms if nearer (see the top).
+ */
+static void drive_due(struct smcr_epoll *ep, struct member *m)
+{
+	struct smcr_sock *sk = smcr_fd_sock(m->fd);
+	int left;
+
+	if (!sk || m->disabled || !(m->events & EPOLLOUT) || (left = smcr_sock_want_send(sk)) < 0)
+		return;
+	if (left == 0) {
+		smcr_drive(m->fd);
+		m->edge_seen = false;
+	} else if (ep->due_ms < 0 || left < ep->due_ms) {
+		ep->due_ms = left;
+	}
+}
+
+/*
  * Under ep->lock: out[0..k) holds what the kernel reported.  Passes the
  * application's events on, acts on ours, then adds every SMC member that is
  * ready.  Returns the number of events in out; *moved is set when a
@@ -722,6 +759,7 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 		switch (m->regime) {
 		case REG_WATCH:
 			smcr_drive(m->fd);
+			m->edge_seen = false;   /* the kernel's edge: news to look at */
 			/* not connected, or a connect() that failed: the kernel's word */
 			if (smcr_fd_get(m->fd) == SMCR_FD_TCP ||
 			    smcr_fd_get(m->fd) == SMCR_FD_TCP_CONNECTING)
@@ -747,10 +785,16 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 			*moved = true;
 		}
 	}
+	ep->due_ms = -1;
 	for (int i = 0; i < ep->count; i++) {
 		struct member *m = ep->members[(ep->scan_from + i) % ep->count];
 
-		/* one in its CLC exchange: a client is writable until a send blocks */
+		if (m->regime == REG_WATCH)
+			drive_due(ep, m);
+		/*
+		 * one in its CLC exchange: a client is writable until a send
+		 * blocks, a server once it declined
+		 */
 		if (m->regime == REG_SMC || m->regime == REG_RESET ||
 		    (m->regime == REG_WATCH && smcr_fd_sock(m->fd)))
 			look_at(ep, m, out, &n, max);
@@ -862,9 +906,12 @@ int smcr_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int tim
 			}
 		}
 		if (arm(ep)) {
+			int sleep_ms = smcr_wait_remaining(timeout_ms, deadline);
+
+			if (ep->due_ms >= 0 && (sleep_ms < 0 || ep->due_ms < sleep_ms))
+				sleep_ms = ep->due_ms;
 			pthread_mutex_unlock(&ep->lock);
-			k = REAL(epoll_pwait)(epfd, events, maxevents,
-					      smcr_wait_remaining(timeout_ms, deadline), sigmask);
+			k = REAL(epoll_pwait)(epfd, events, maxevents, sleep_ms, sigmask);
 			if (k < 0)
 				return k;
 			pthread_mutex_lock(&ep->lock);

@@ -2,7 +2,10 @@
  * fork.c - what libsmcr does around fork(), every step in one place and in
  * one explicit order (pthread_atfork runs one set of handlers, these).
  *
- * Before: take every lock a child's copy must find free, outermost first:
+ * Before: offer to smcrd the buffers of server connections whose exchange
+ * has not yet needed them, so that a child that execs finds them there
+ * (smc_sock_view.c); then take every lock a child's copy must find free,
+ * outermost first:
  * the transports' (smc_transport.h), the control socket's, the
  * connections', then the kept descriptors' (sys.h).
  * After, in the parent: release them in the reverse order.  After, in the
@@ -37,6 +40,7 @@
 
 static void prepare(void)
 {
+	smcr_sock_offer_all();
 	for (unsigned int t = SMCR_TRANSPORTS; t-- > 0;)
 		TRANSPORT_STEP(t, fork_prepare);
 	smcr_control_fork_prepare();

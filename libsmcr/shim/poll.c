@@ -10,6 +10,16 @@
  * instance with members of ours is ready when its own epoll_wait would
  * report something, which epoll.c tells (its opening comment, nested
  * instances).  select is poll over the descriptors in its sets.
+ *
+ * A server in its CLC exchange asked for POLLOUT waits for the client's
+ * Proposal until a deadline (smcr_sock_want_send, started by the asking),
+ * at which the exchange declines and the connection is writable on TCP.
+ * No news marks that moment, so no sleep here outlasts it: each look
+ * starts or reads the deadline of every such descriptor before it sleeps,
+ * and sleeps no longer than the nearest (drive_due); the look after it
+ * drives the exchange to its Decline.  A deadline, once set, only comes
+ * nearer as time passes and is never moved, so one read before the sleep
+ * bounds it: no wakeup is lost.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -57,6 +67,30 @@ static bool any_ours(const struct pollfd *fds, nfds_t nfds)
 }
 
 /*
+ * The servers among fds in their CLC exchange that ask for POLLOUT: each
+ * whose Proposal is overdue is driven to its Decline now; returns the
+ * milliseconds until the next is due (-1: none), for the sleep to end by.
+ */
+static int drive_due(const struct pollfd *fds, nfds_t nfds, const uint8_t *kinds)
+{
+	int nearest = -1;
+
+	for (nfds_t i = 0; i < nfds; i++) {
+		struct smcr_sock *sk;
+		int left;
+
+		if (kinds[i] != W_DRIVE || !(fds[i].events & POLLOUT) ||
+		    !(sk = smcr_fd_sock(fds[i].fd)) || (left = smcr_sock_want_send(sk)) < 0)
+			continue;
+		if (left == 0)
+			smcr_drive(fds[i].fd);
+		else if (nearest < 0 || left < nearest)
+			nearest = left;
+	}
+	return nearest;
+}
+
+/*
  * One look: the kernel's part (waiting up to timeout_ms) in k, our SMC
  * connections by themselves.  Returns the number of ready entries, or -1;
  * *moved when a connection changed how it is watched.
@@ -65,9 +99,14 @@ static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t 
 		     int timeout_ms, const sigset_t *sigmask, bool *moved)
 {
 	nfds_t nk = 0;
-	int ready = 0, rc;
+	int ready = 0, rc, due;
 	struct timespec ts, *tsp = NULL;
 
+	for (nfds_t i = 0; i < nfds; i++)
+		kinds[i] = fds[i].fd < 0 ? W_PLAIN : watch_of(fds[i].fd);
+	due = drive_due(fds, nfds, kinds);
+	if (due >= 0 && (timeout_ms < 0 || due < timeout_ms))
+		timeout_ms = due;
 	for (nfds_t i = 0; i < nfds; i++) {
 		int fd = fds[i].fd;
 
@@ -86,10 +125,16 @@ static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t 
 			k[nk++] = (struct pollfd){ .fd = fd, .events = POLLIN };
 			break;
 		case W_DRIVE:
-			/* connecting: done when writable; in the CLC exchange: a message came */
+			/*
+			 * connecting: done when writable; in the CLC exchange: a
+			 * message came, or, declined, TCP is writable
+			 */
 			k[nk++] = (struct pollfd){
 				.fd = fd,
-				.events = smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING ? POLLOUT : POLLIN,
+				.events = smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING ? POLLOUT :
+					  POLLIN | (smcr_fd_sock(fd) &&
+						    smcr_sock_writes_tcp(smcr_fd_sock(fd)) ?
+						    fds[i].events & POLLOUT : 0),
 			};
 			break;
 		default:

@@ -66,9 +66,11 @@ static enum smc_setup_state finish(const struct smc_setup_run *run, enum smc_set
 	return state;
 }
 
-/* Writes a whole message before the CLC deadline; false if it could not. */
+/* Writes a whole message within the CLC wait; false if it could not. */
 static bool send_msg(const struct smc_setup_run *run, const uint8_t *msg, int len)
 {
+	int64_t due = now_ms() + SMC_CLC_WAIT_MS;
+
 	for (int sent = 0; len > 0 && sent < len;) {
 		ssize_t n = REAL(send)(run->sock, msg + sent, (size_t)(len - sent),
 				       MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -76,7 +78,7 @@ static bool send_msg(const struct smc_setup_run *run, const uint8_t *msg, int le
 			sent += (int)n;
 			continue;
 		}
-		int left = (int)(run->s->deadline_ms - now_ms());
+		int left = (int)(due - now_ms());
 		struct pollfd p = { .fd = run->sock, .events = POLLOUT };
 		if ((n < 0 && errno != EAGAIN && errno != EINTR) || left <= 0 ||
 		    smcr_sys_poll(&p, 1, left) < 0)
@@ -85,16 +87,50 @@ static bool send_msg(const struct smc_setup_run *run, const uint8_t *msg, int le
 	return len > 0;
 }
 
-/* Declines with reason and leaves the connection on TCP. */
-static enum smc_setup_state decline(const struct smc_setup_run *run, enum smcr_reason reason)
+/* Sends a Decline with reason; false if it could not. */
+static bool send_decline(const struct smc_setup_run *run, enum smcr_reason reason)
 {
 	struct smc_clc_decline d = { .peer_diagnosis = smcr_reason_code(reason) };
 	uint8_t msg[SMC_CLC_DECLINE_LEN];
 	int len = smc_clc_encode_decline(msg, sizeof(msg), &d);
 
-	if (!send_msg(run, msg, len))
+	return send_msg(run, msg, len);
+}
+
+/* Declines with reason and leaves the connection on TCP. */
+static enum smc_setup_state decline(const struct smc_setup_run *run, enum smcr_reason reason)
+{
+	if (!send_decline(run, reason))
 		return finish(run, SMC_SETUP_RESET, reason);      /* the peer waits for a message */
 	return finish(run, SMC_SETUP_FALLBACK, reason);
+}
+
+/*
+ * Server: the Proposal did not come by the time its application had to
+ * write.  Declines, and takes the Proposal still to come off the stream
+ * (SERVER_DISCARD): the client's library sends one as it connects.
+ */
+static void decline_late(const struct smc_setup_run *run)
+{
+	struct smc_setup *s = run->s;
+
+	if (!send_decline(run, SMCR_REASON_NOPROPOSAL)) {
+		finish(run, SMC_SETUP_RESET, SMCR_REASON_NOPROPOSAL);
+		return;
+	}
+	s->state = SMC_SETUP_SERVER_DISCARD;
+	s->reason = SMCR_REASON_NOPROPOSAL;
+}
+
+int smc_setup_want_send(struct smc_setup *s)
+{
+	int64_t now = now_ms();
+
+	if (s->state != SMC_SETUP_SERVER_WAIT_PROPOSAL)
+		return -1;
+	if (!s->proposal_due_ms)
+		s->proposal_due_ms = now + SMC_CLC_PROPOSAL_WAIT_MS;
+	return s->proposal_due_ms > now ? (int)(s->proposal_due_ms - now) : 0;
 }
 
 /* The peer declined: we stay on TCP too. */
@@ -171,6 +207,8 @@ static int next_msg(const struct smc_setup_run *run, struct smc_clc_msg *msg)
 	 * A stream the peer closed holds nothing more, so no byte of the
 	 * exchange can reach the application: it reads the end, as over TCP.
 	 */
+	if (got == -2 && s->state == SMC_SETUP_SERVER_DISCARD)
+		why = s->reason;        /* the stream ended before a late Proposal: as declined */
 	finish(run, got == -2 ? SMC_SETUP_FALLBACK : SMC_SETUP_RESET, why);
 	return -1;
 }
@@ -309,6 +347,20 @@ static enum smc_setup_state server_confirmed(const struct smc_setup_run *run,
 	return finish(run, SMC_SETUP_RESET, why);
 }
 
+/*
+ * The late message a server that declined (NOPROPOSAL) takes off the
+ * stream: the client's first, a Proposal or (a client with nothing to
+ * offer) a Decline, decoded whole and strictly.  Then the stream is the
+ * client's application's: on TCP.  Anything else is no CLC speaker's.
+ */
+static void discarded(const struct smc_setup_run *run, const struct smc_clc_msg *m)
+{
+	if (m->hdr.type == SMC_CLC_PROPOSAL || m->hdr.type == SMC_CLC_DECLINE)
+		finish(run, SMC_SETUP_FALLBACK, run->s->reason);
+	else
+		finish(run, SMC_SETUP_RESET, SMCR_REASON_SYNCERR);
+}
+
 /* The message the current state waits for; SMC_CLC_DECLINE is always welcome. */
 static uint8_t expected(enum smc_setup_state state)
 {
@@ -336,7 +388,9 @@ enum smc_setup_state smc_setup_progress(struct smc_setup *s, int sock,
 		int got = next_msg(run, &m);
 		if (got <= 0)
 			break;
-		if (m.hdr.type == SMC_CLC_DECLINE)
+		if (s->state == SMC_SETUP_SERVER_DISCARD)
+			discarded(run, &m);
+		else if (m.hdr.type == SMC_CLC_DECLINE)
 			declined(run, &m.decline);
 		else if (m.hdr.type != expected(s->state))
 			finish(run, SMC_SETUP_RESET, SMCR_REASON_SYNCERR);
@@ -347,6 +401,10 @@ enum smc_setup_state smc_setup_progress(struct smc_setup *s, int sock,
 		else
 			server_confirmed(run, &m.accept_confirm);
 	}
+	/* the Proposal not come, whole, when the application had to write */
+	if (s->state == SMC_SETUP_SERVER_WAIT_PROPOSAL && s->proposal_due_ms &&
+	    s->proposal_due_ms <= now_ms())
+		decline_late(run);
 	errno = saved_errno;
 	return s->state;
 }

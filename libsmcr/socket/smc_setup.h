@@ -6,6 +6,15 @@
  *   server:            <- Proposal    Accept ->   <- Confirm     (SMC)
  *   either side, instead of its next message: Decline ->         (TCP)
  *
+ * A server whose application wants to write while the Proposal has not
+ * come (smc_setup_want_send) waits for it SMC_CLC_PROPOSAL_WAIT_MS at
+ * most, then declines (NOPROPOSAL), and its writes go on TCP at once.  A
+ * client's library sends its Proposal as it connects, so it is then late
+ * or never comes: the server discards it, strictly validated, from the
+ * head of the client's stream before any byte reaches the application
+ * (SERVER_DISCARD), and the client, which gets the Decline where it waits
+ * for an Accept, stays on TCP too.
+ *
  * The server chooses the transport: shared memory (SMC-D) when both ends
  * are on one host and offer it, else RDMA (SMC-R) when both offer it.  It
  * gets all it needs to use the client's buffer before its Accept (reach),
@@ -75,6 +84,8 @@ enum smc_setup_state {
 	SMC_SETUP_CLIENT_WAIT_ACCEPT,
 	SMC_SETUP_SERVER_WAIT_PROPOSAL,
 	SMC_SETUP_SERVER_WAIT_CONFIRM,
+	SMC_SETUP_SERVER_DISCARD,       /* declined, NOPROPOSAL: writes go on TCP; the late
+					   Proposal (or Decline) is read and dropped */
 	SMC_SETUP_DONE,
 	SMC_SETUP_FALLBACK,
 	SMC_SETUP_RESET,
@@ -86,6 +97,8 @@ struct smc_setup {
 	uint32_t peer_diagnosis;        /* a peer's Decline: its code */
 	uint64_t gid;                   /* ours: host tag in bits 63-32 */
 	int64_t deadline_ms;            /* CLOCK_MONOTONIC: when the message begun, or ours, is due */
+	int64_t proposal_due_ms;        /* server: the Proposal's deadline, set when its
+					   application first wants to write; 0: not yet */
 	uint8_t prepared;               /* our buffer exists: abandon it if we stay on TCP */
 	enum smc_type offered;          /* client: what its Proposal offered */
 	enum smc_type chosen;           /* R or D, once prepared */
@@ -109,6 +122,22 @@ enum smc_setup_state smc_setup_progress(struct smc_setup *s, int sock,
 static inline bool smc_setup_final(const struct smc_setup *s)
 {
 	return s->state >= SMC_SETUP_DONE;
+}
+
+/*
+ * Server: its application wants to write.  A Proposal that has not come is
+ * then due within SMC_CLC_PROPOSAL_WAIT_MS of the first such call; the
+ * first smc_setup_progress at or past that declines (NOPROPOSAL) into
+ * SMC_SETUP_SERVER_DISCARD.  Returns the milliseconds left until then (0:
+ * the next step declines), or -1 when the exchange waits for no deadline
+ * of this kind (a client, the Proposal came, the exchange is past it).
+ */
+int smc_setup_want_send(struct smc_setup *s);
+
+/* Whether the application's writes go on TCP: declined, or ended on TCP. */
+static inline bool smc_setup_writes_tcp(const struct smc_setup *s)
+{
+	return s->state == SMC_SETUP_SERVER_DISCARD || s->state == SMC_SETUP_FALLBACK;
 }
 
 #endif

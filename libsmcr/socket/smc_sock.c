@@ -240,6 +240,17 @@ int smcr_sock_shutdown(struct smcr_sock *sk, int fd, int how)
 	case SMCR_SOCK_IDLE:
 	case SMCR_SOCK_SETUP:
 		/*
+		 * A server that declined writes on TCP: our side of the exchange
+		 * is over, and a FIN after the Decline cuts nothing.
+		 */
+		if (smcr_sock_writes_tcp(sk) && how != SHUT_RD) {
+			if (REAL(shutdown)(fd, SHUT_WR))
+				return -1;
+			if (how == SHUT_WR)
+				return 0;
+			how = SHUT_RD;
+		}
+		/*
 		 * As over TCP it takes effect now, but a FIN in the middle of
 		 * the exchange would cut it: it is applied when it ends.
 		 */
@@ -366,6 +377,17 @@ void smcr_sock_setsockopt(struct smcr_sock *sk, int level, int name, const void 
 
 /* ---- readiness ---- */
 
+/* What of POLLOUT the TCP socket fd reports now, asked of the kernel. */
+static unsigned int tcp_writable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT | POLLWRNORM };
+	int saved_errno = errno;
+	unsigned int mask = smcr_sys_poll(&p, 1, 0) == 1 ? (unsigned int)p.revents : 0;
+
+	errno = saved_errno;
+	return mask & (POLLOUT | POLLWRNORM | POLLERR | POLLHUP);
+}
+
 unsigned int smcr_sock_poll(struct smcr_sock *sk)
 {
 	struct smc_conn *conn = &sk->conn;
@@ -377,6 +399,9 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 	case SMCR_SOCK_SMC:
 		break;
 	default:
+		/* a server that declined for want of a Proposal writes on TCP */
+		if (smcr_sock_writes_tcp(sk))
+			return tcp_writable(sk->conn.sock);
 		/*
 		 * A client in its CLC exchange is writable, as its connected TCP
 		 * socket is, until a send finds it is not: a program that waits

@@ -102,9 +102,24 @@ enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wai
 
 /*
  * Whether a data call on fd is ours: false when its bytes go over TCP.
- * Settles first (waiting only if fd is blocking and !dontwait).
+ * Settles first (waiting only if fd is blocking and !dontwait).  A call
+ * that writes (sending) on a server whose client's Proposal has not come
+ * waits for it SMC_CLC_PROPOSAL_WAIT_MS at most, from the first such call
+ * or smcr_sock_want_send; then the exchange declines and the call's bytes
+ * go on TCP, while a read still waits for the late Proposal, to discard it.
  */
-bool smcr_sock_takes(struct smcr_sock *sk, int fd, bool dontwait);
+bool smcr_sock_takes(struct smcr_sock *sk, int fd, bool dontwait, bool sending);
+
+/*
+ * Readiness asks whether a server in its exchange may write (POLLOUT):
+ * starts the Proposal's deadline as a write would.  Returns the
+ * milliseconds until the exchange must be driven (smcr_sock_settle) to
+ * decline, 0 if now, -1 if there is no such deadline.
+ */
+int smcr_sock_want_send(struct smcr_sock *sk);
+
+/* Whether the application's writes go on TCP (a server that declined, or ended on TCP). */
+bool smcr_sock_writes_tcp(struct smcr_sock *sk);
 
 /* The socket calls on a descriptor smcr_sock_takes() took. */
 ssize_t smcr_sock_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt, int flags);
@@ -148,6 +163,14 @@ void smcr_sock_tcp_ended(struct smcr_sock *sk);
 
 /* A message carries sk to another process (count 1), or did not after all (-1). */
 void smcr_sock_passing(struct smcr_sock *sk, int count);
+
+/*
+ * Every connection of the process is about to be reachable from another
+ * (fork, posix_spawn): a server's buffer not yet offered goes to smcrd now,
+ * so that the other process can carry the exchange on (smcr_sock_adopt).
+ * Asks smcrd: call it while no other lock of libsmcr is held.
+ */
+void smcr_sock_offer_all(void);
 
 /* fork() handlers: before, and after in the parent and in the child (see smc_sock_view.c). */
 void smcr_sock_fork_prepare(void);

@@ -30,7 +30,10 @@ struct sock_shared {
 	smc_flag setup_send_tried;      /* a client's send found the CLC exchange unfinished */
 	_Atomic int shut_pending;       /* SHUT_* + 1 asked during the CLC exchange; 0: none */
 	smc_flag offered;               /* our buffer is on offer as token */
+	smc_flag offer_tried;           /* by one of the processes: offered, or offer_failed */
 	enum smcr_reason offer_failed;  /* why it is not */
+	_Atomic smc_flag writes_tcp;    /* the application's writes go on TCP (the exchange
+					   declined or ended on TCP) */
 	uint32_t transports;            /* SMCR_CONTROL_SHM, _RDMA: what smcr.conf allowed then */
 	enum smcr_transport_id transport;       /* which one the connection uses */
 	uint64_t token;
@@ -48,6 +51,8 @@ struct smcr_sock {
 	bool first_contact;             /* RDMA server: the connection made its link */
 	int reached_fd, reached_wake_tx; /* server: the client's buffer, got before our
 					    Accept (setup_reach); -1: none */
+	int state_fd;                   /* the state's memfd, until the buffer is offered
+					   with it (offered()); -1: none */
 	struct smc_conn conn;
 	unsigned int exec_passed;       /* holds passed to the image an exec makes */
 	struct smcr_sock *prev, *next;  /* every connection of the process */

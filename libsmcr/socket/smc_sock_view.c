@@ -28,10 +28,15 @@
  * count: the connection then ends without a CDC close, and the peer reads
  * the end of the TCP connection as such (smc_conn_peer_lost).
  *
- * The buffer is offered to smcrd as soon as the handshake negotiated SMC,
- * before the CLC exchange starts, so that whatever process holds the socket
- * from then on can find its connection: a socket smcrd knows nothing of is
- * plain TCP.
+ * The buffer, with the state, is offered to smcrd so that whatever process
+ * holds the socket from then on can find its connection: a socket smcrd
+ * knows nothing of is plain TCP.  A client offers as its handshake
+ * negotiated SMC, before its Proposal.  A server offers only when the
+ * exchange needs it, at the client's Proposal, or before the socket can
+ * reach another process that would look for it there (fork, whose child
+ * may exec; SCM_RIGHTS): a client that negotiates SMC and then says
+ * nothing holds none of the server's memory.  Until then the state's memfd
+ * waits in the view (state_fd).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -226,6 +231,41 @@ fail:
 }
 
 /*
+ * Under the connection lock (or before anyone else can hold it): whether
+ * our buffer is on offer, offering it now if no process tried yet; the
+ * reason it is not is then in offer_failed.
+ */
+static bool on_offer(struct smcr_sock *sk)
+{
+	struct sock_shared *sh = sk->sh;
+	int state_fd = smcr_sys_kept(&sk->state_fd);
+
+	if (!sh->offer_tried && state_fd >= 0 && sk->conn.sock >= 0) {
+		sh->offer_tried = true;
+		sh->offer_failed = offer(sk, sk->conn.sock, state_fd);
+	}
+	if (sh->offer_tried && state_fd >= 0)
+		smcr_sys_close_kept(&sk->state_fd);     /* smcrd has it, or nobody will */
+	return sh->offered;
+}
+
+/*
+ * A server's connection whose exchange has not yet needed the buffer is
+ * about to be reachable from another process (fork, SCM_RIGHTS): its
+ * state goes to smcrd with the buffer now, so that the other process can
+ * carry it on (smcr_sock_adopt).
+ */
+static void offer_before_handover(struct smcr_sock *sk)
+{
+	if (sk->sh->offer_tried || phase_of(sk) > SMCR_SOCK_SETUP)
+		return;
+	smc_conn_lock(&sk->conn);
+	if (phase_of(sk) <= SMCR_SOCK_SETUP && !sk->sh->setup.reason)
+		on_offer(sk);
+	smc_conn_unlock(&sk->conn);
+}
+
+/*
  * The peer's buffer into our view, as its Accept or Confirm describes it:
  * with its memfd and its wake-up channel's tx for shared memory, -1 and -1
  * for a transport that needs none.
@@ -325,8 +365,8 @@ static enum smcr_reason setup_offers(void *ctx, enum smc_type *type, struct smc_
 	*type = SMC_TYPE_N;
 	if (__atomic_load_n(&confined, __ATOMIC_ACQUIRE))
 		return SMCR_REASON_CONFINED;
-	if (!sk->sh->offered)
-		return sk->sh->offer_failed;
+	if (!on_offer(sk))
+		return sk->sh->offer_failed ? sk->sh->offer_failed : SMCR_REASON_NOSMCDEV;
 	for (int remote_only = 0; remote_only < 2; remote_only++)
 		for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++) {
 			const struct smc_transport_ops *ops = smc_transport(t);
@@ -495,7 +535,7 @@ static struct smcr_sock *view_new(int state_fd, bool fresh)
 		return NULL;
 	}
 	sk->sh = sh;
-	sk->reached_fd = sk->reached_wake_tx = -1;
+	sk->reached_fd = sk->reached_wake_tx = sk->state_fd = -1;
 	/* a new connection's buffer is offered on shared memory; the page is another's to write */
 	const struct smc_transport_ops *t = smc_transport(fresh ? SMCR_TRANSPORT_SHM :
 							  sk->sh->transport);
@@ -519,6 +559,7 @@ static struct smcr_sock *view_new(int state_fd, bool fresh)
 static void view_free(struct smcr_sock *sk)
 {
 	drop_reached(sk);
+	smcr_sys_close_kept(&sk->state_fd);
 	smc_conn_destroy(&sk->conn);
 	pthread_mutex_lock(&all_lock);
 	if (sk->prev)
@@ -655,8 +696,10 @@ void smcr_sock_negotiated(int fd, bool active)
 	sk->sh->active = active;
 	sk->conn.sock = fd;
 	sk->conn.record = smcr_fd_record(fd);
-	sk->sh->offer_failed = offer(sk, fd, state_fd);
-	REAL(close)(state_fd);
+	sk->state_fd = smcr_sys_fd_aside(state_fd);
+	smcr_sys_fd_keep(&sk->state_fd);
+	if (active)
+		on_offer(sk);
 	if (!smcr_fd_set_sock(fd, sk))
 		smcr_sock_put(sk, fd);
 }
@@ -746,6 +789,8 @@ void smcr_sock_put(struct smcr_sock *sk, int fd)
 
 void smcr_sock_passing(struct smcr_sock *sk, int count)
 {
+	if (count > 0)
+		offer_before_handover(sk);
 	atomic_fetch_add(&sk->sh->holders, (unsigned int)count);
 	atomic_fetch_add(&sk->sh->in_flight, (unsigned int)count);
 }
@@ -766,10 +811,13 @@ void smcr_sock_exec_prepare(void)
 {
 	pthread_mutex_lock(&all_lock);
 	/* a vfork child's new image adds holds of its own, as a spawned one's */
-	for (int fd = getpid() == all_pid ? smcr_fd_next_sock(0) : -1; fd >= 0;
-	     fd = smcr_fd_next_sock((unsigned int)fd + 1))
-		if (survives_exec(fd))
-			smcr_fd_sock(fd)->exec_passed++;
+	bool own = getpid() == all_pid;
+
+	for (int fd = smcr_fd_next_sock(0); fd >= 0; fd = smcr_fd_next_sock((unsigned int)fd + 1))
+		if (survives_exec(fd)) {
+			offer_before_handover(smcr_fd_sock(fd));
+			smcr_fd_sock(fd)->exec_passed += own;
+		}
 	for (struct smcr_sock *sk = all; sk; sk = sk->next)
 		if (sk->exec_passed) {
 			/* this image's hold is one of them: the new image takes its place */
@@ -788,6 +836,14 @@ void smcr_sock_exec_failed(void)
 			atomic_fetch_sub(&sk->sh->holders, sk->exec_passed - 1);
 			sk->exec_passed = 0;
 		}
+	pthread_mutex_unlock(&all_lock);
+}
+
+void smcr_sock_offer_all(void)
+{
+	pthread_mutex_lock(&all_lock);
+	for (struct smcr_sock *sk = all; sk; sk = sk->next)
+		offer_before_handover(sk);
 	pthread_mutex_unlock(&all_lock);
 }
 
@@ -871,6 +927,17 @@ static void shut_as_asked(struct smcr_sock *sk, int fd, enum smcr_sock_phase pha
 		REAL(shutdown)(fd, bits - 1);
 }
 
+/* fd stays on TCP for reason: said once, per descriptor, in the counters and the record. */
+static void fell_back(struct smcr_sock *sk, int fd, enum smcr_reason reason)
+{
+	smcr_fd_set_reason(fd, reason);
+	smcr_stat_add(fallbacks[reason], 1);
+	smcr_conn_table_fell_back(sk->conn.record, SMCR_CONN_TCP, reason,
+				  sk->sh->setup.peer_diagnosis);
+	smcr_log(SMCR_LOG_DEBUG, "fd %d: CLC: staying on TCP: %s (0x%08x, peer 0x%08x)", fd,
+		 smcr_reason_name(reason), smcr_reason_code(reason), sk->sh->setup.peer_diagnosis);
+}
+
 /* Under the connection lock: the exchange of fd ended in state. */
 static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 {
@@ -892,12 +959,8 @@ static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 	withdraw(sk, fd);
 	smcr_fd_set_reason(fd, reason);
 	if (state == SMC_SETUP_FALLBACK) {
-		smcr_stat_add(fallbacks[reason], 1);
-		smcr_conn_table_fell_back(sk->conn.record, SMCR_CONN_TCP, reason,
-					  sk->sh->setup.peer_diagnosis);
-		smcr_log(SMCR_LOG_DEBUG, "fd %d: CLC: staying on TCP: %s (0x%08x, peer 0x%08x)", fd,
-			 smcr_reason_name(reason), smcr_reason_code(reason),
-			 sk->sh->setup.peer_diagnosis);
+		if (!atomic_load(&sk->sh->writes_tcp))  /* else told when it declined */
+			fell_back(sk, fd, reason);
 		atomic_store_explicit(&sk->sh->phase, SMCR_SOCK_TCP, memory_order_release);
 		return;
 	}
@@ -917,11 +980,29 @@ static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 }
 
 /*
+ * Under the connection lock: a server declined for want of a Proposal
+ * (smc_setup.h), so the connection is on TCP for the application's writes
+ * from now on, and counted so; its buffer, if a handover had it offered
+ * already, goes back now.  The reads wait for the late Proposal.
+ */
+static void note_declined(struct smcr_sock *sk, int fd)
+{
+	if (atomic_load(&sk->sh->writes_tcp))
+		return;
+	withdraw(sk, fd);
+	fell_back(sk, fd, sk->sh->setup.reason);
+	atomic_store(&sk->sh->writes_tcp, true);
+}
+
+/*
  * One step of sk's CLC exchange on fd, under the connection's lock and
  * without waiting: begun if it was not, taken as far as the messages that
- * came allow, concluded if it ended.  Returns the phase.
+ * came allow, concluded if it ended; sending: for a call that writes (see
+ * smc_setup_want_send).  Returns the phase; *due_ms: the milliseconds until
+ * a step must decline for want of a Proposal (-1: no such time).
  */
-static enum smcr_sock_phase exchange_step(struct smcr_sock *sk, int fd)
+static enum smcr_sock_phase exchange_step(struct smcr_sock *sk, int fd, bool sending,
+					  int *due_ms)
 {
 	const struct smc_setup_transport transport = {
 		.offers = setup_offers, .prepare = setup_prepare, .reach = setup_reach,
@@ -941,11 +1022,18 @@ static enum smcr_sock_phase exchange_step(struct smcr_sock *sk, int fd)
 		phase = SMCR_SOCK_SETUP;
 		atomic_store_explicit(&sk->sh->phase, phase, memory_order_release);
 	}
+	*due_ms = -1;
 	if (phase == SMCR_SOCK_SETUP) {
+		if (sending)
+			smc_setup_want_send(setup);
 		/* the exchange may have begun in another process: ours is fd */
 		smc_setup_progress(setup, fd, &transport);
 		if (smc_setup_final(setup))
 			conclude(sk, fd, setup->state);
+		else if (smc_setup_writes_tcp(setup))
+			note_declined(sk, fd);
+		else if (setup->proposal_due_ms)
+			*due_ms = smc_setup_want_send(setup);
 		phase = phase_of(sk);
 	}
 	smc_conn_unlock(&sk->conn);
@@ -955,13 +1043,14 @@ static enum smcr_sock_phase exchange_step(struct smcr_sock *sk, int fd)
 /*
  * Waits until the peer's next CLC message may have come on fd, with the
  * connection unlocked, so that other threads and processes go on with it
- * meanwhile: a round of at most SMC_CLC_WAIT_SHORT_MS, after which the
- * step checks a message that began and stalled.  *waited_ms counts the
+ * meanwhile: a round of at most SMC_CLC_WAIT_SHORT_MS, and no longer than
+ * due_ms (-1: no bound), after which the step checks a message that began
+ * and stalled, or declines for want of a Proposal.  *waited_ms counts the
  * wait against the socket's timeout_ms (0: none).  Returns 0 to go on, or
  * why the wait must end before the exchange: EAGAIN, that timeout passed;
  * EINTR, a signal came whose handler does not restart the call.
  */
-static int await_message(int fd, int timeout_ms, int64_t *waited_ms)
+static int await_message(int fd, int timeout_ms, int64_t *waited_ms, int due_ms)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	int64_t round = SMC_CLC_WAIT_SHORT_MS;
@@ -972,6 +1061,8 @@ static int await_message(int fd, int timeout_ms, int64_t *waited_ms)
 		round = timeout_ms - *waited_ms;
 	if (round <= 0)
 		return EAGAIN;
+	if (due_ms >= 0 && due_ms < round)
+		round = due_ms;
 	rc = smcr_sys_poll(&p, 1, (int)round);
 	*waited_ms += (int64_t)((smc_clock_ns() - start) / 1000000);
 	rc = rc < 0 && errno == EINTR && !smcr_sys_restarts(timeout_ms) ? EINTR : 0;
@@ -993,12 +1084,16 @@ static int exchange_timeout_ms(const struct smcr_sock *sk)
 	return rcv < snd ? rcv : snd;
 }
 
-/* smcr_sock_settle, its waits bounded by cap_ms too (0: no cap). */
-static enum smcr_sock_phase settle(struct smcr_sock *sk, int fd, bool may_wait, int cap_ms)
+/*
+ * smcr_sock_settle, its waits bounded by cap_ms too (0: no cap); sending:
+ * for a call that writes, which ends its wait once its bytes go on TCP.
+ */
+static enum smcr_sock_phase settle(struct smcr_sock *sk, int fd, bool may_wait, int cap_ms,
+				   bool sending)
 {
 	enum smcr_sock_phase phase;
 	int64_t waited_ms = 0;
-	int stop = 0, timeout_ms = exchange_timeout_ms(sk);
+	int stop = 0, due_ms, timeout_ms = exchange_timeout_ms(sk);
 	bool wait;
 
 	if (cap_ms > 0 && (timeout_ms <= 0 || cap_ms < timeout_ms))
@@ -1011,8 +1106,9 @@ static enum smcr_sock_phase settle(struct smcr_sock *sk, int fd, bool may_wait, 
 		return phase;
 	/* capped (a sandbox about to close the door): a non-blocking socket waits too */
 	wait = may_wait && (cap_ms > 0 || !atomic_load(&sk->sh->nonblock));
-	while ((phase = exchange_step(sk, fd)) == SMCR_SOCK_SETUP && wait && !stop)
-		stop = await_message(fd, timeout_ms, &waited_ms);
+	while ((phase = exchange_step(sk, fd, sending, &due_ms)) == SMCR_SOCK_SETUP && wait &&
+	       !stop && !(sending && smcr_sock_writes_tcp(sk)))
+		stop = await_message(fd, timeout_ms, &waited_ms, due_ms);
 	if (stop)
 		errno = stop;
 	if (phase != SMCR_SOCK_SETUP) {
@@ -1024,7 +1120,24 @@ static enum smcr_sock_phase settle(struct smcr_sock *sk, int fd, bool may_wait, 
 
 enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wait)
 {
-	return settle(sk, fd, may_wait, 0);
+	return settle(sk, fd, may_wait, 0, false);
+}
+
+bool smcr_sock_writes_tcp(struct smcr_sock *sk)
+{
+	return atomic_load_explicit(&sk->sh->writes_tcp, memory_order_acquire);
+}
+
+int smcr_sock_want_send(struct smcr_sock *sk)
+{
+	int left;
+
+	if (sk->sh->active || phase_of(sk) != SMCR_SOCK_SETUP || smcr_sock_writes_tcp(sk))
+		return -1;
+	smc_conn_lock(&sk->conn);
+	left = phase_of(sk) == SMCR_SOCK_SETUP ? smc_setup_want_send(&sk->sh->setup) : -1;
+	smc_conn_unlock(&sk->conn);
+	return left;
 }
 
 /* The lowest descriptor that names sk, or -1. */
@@ -1047,13 +1160,16 @@ void smcr_sock_confine(void)
 		int fd = sk->conn.sock >= 0 ? sk->conn.sock : fd_naming(sk);
 
 		if (phase_of(sk) <= SMCR_SOCK_SETUP && fd >= 0)
-			settle(sk, fd, true, SMC_CLC_WAIT_MS);
+			settle(sk, fd, true, SMC_CLC_WAIT_MS, false);
 	}
 	pthread_mutex_unlock(&all_lock);
 	errno = saved_errno;
 }
 
-bool smcr_sock_takes(struct smcr_sock *sk, int fd, bool dontwait)
+bool smcr_sock_takes(struct smcr_sock *sk, int fd, bool dontwait, bool sending)
 {
-	return smcr_sock_settle(sk, fd, !dontwait) != SMCR_SOCK_TCP;
+	enum smcr_sock_phase phase = settle(sk, fd, !dontwait, 0, sending);
+
+	return phase != SMCR_SOCK_TCP && !(sending && phase == SMCR_SOCK_SETUP &&
+					   smcr_sock_writes_tcp(sk));
 }

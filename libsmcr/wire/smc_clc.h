@@ -50,6 +50,18 @@
 /* Waiting for the peer's next CLC message, and the short waits (Linux's). */
 #define SMC_CLC_WAIT_MS         6000
 #define SMC_CLC_WAIT_SHORT_MS   1000
+/*
+ * How long a server that wants to write waits for a Proposal not yet come
+ * before it declines (NOPROPOSAL) and writes on TCP.  A client's library
+ * sends its Proposal within its connect(), right after the handshake, so
+ * on time it is here before the server's application can have accepted
+ * and written; what the bound covers is that client's scheduling, its
+ * smcrd round trip (OFFER) and loopback or LAN delivery on a loaded host:
+ * milliseconds, tens at worst, against a 1 s bound.  Missing it costs a
+ * legitimate client SMC on that connection, not a byte; a silent peer
+ * costs a server that greets first 1 s, never a buffer.
+ */
+#define SMC_CLC_PROPOSAL_WAIT_MS 1000
 
 #define SMC_CLC_V1              1
 #define SMC_CLC_HDR_LEN         8

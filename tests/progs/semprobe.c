@@ -25,6 +25,7 @@
 #include <sched.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdio_ext.h>
@@ -691,18 +692,20 @@ static void row_confined_child(void)
 }
 
 /*
- * Every form of exec, of a program that does not exist: each returns as
- * without libsmcr, which hands the connections' holds to the next image
- * before each and takes them back after, and the connection goes on.
+ * Every form of exec and spawn, of a program that does not exist: each
+ * returns as without libsmcr, which hands the connections' holds to the
+ * next image before an exec and takes them back after, and the connection
+ * goes on.
  */
 static void row_exec_fails(void)
 {
 	char *const argv[] = { "smcr-no-such-program", NULL };
 	const char *gone = "/nonexistent/smcr-no-such-program";
 	char buf[4] = { 0 };
+	pid_t child;
 	int c, s;
 
-	puts("== exec of a program that does not exist, every form");
+	puts("== exec or spawn of a program that does not exist, every form");
 	pair(&c, &s);
 	CALL("execve", execve(gone, argv, environ));
 	CALL("execv", execv(gone, argv));
@@ -713,6 +716,10 @@ static void row_exec_fails(void)
 	CALL("execle", execle(gone, argv[0], (char *)NULL, environ));
 	CALL("fexecve of no descriptor", fexecve(-1, argv, environ));
 	CALL("execveat", execveat(AT_FDCWD, gone, argv, environ, 0));
+	printf("%-44s %s\n", "posix_spawn",
+	       strerrorname_np(posix_spawn(&child, gone, NULL, NULL, argv, environ)));
+	printf("%-44s %s\n", "posix_spawnp, searched",
+	       strerrorname_np(posix_spawnp(&child, argv[0], NULL, NULL, argv, environ)));
 	CALL("then send", send(c, "exec", 4, 0));
 	CALL("and recv", recv(s, buf, 4, MSG_WAITALL));
 	printf("%-44s %.4s\n", "bytes", buf);

@@ -4,7 +4,8 @@
  * libsmcr/entry/preload_wait.c call it: epoll's level-triggered,
  * EPOLLET, EPOLLONESHOT, DEL, MOD, EPOLLEXCLUSIVE and close; a sleeper
  * woken by news from another thread, and timeouts; poll's and select's
- * bits beside a pipe; an epoll instance nested in another, or in poll.
+ * bits beside a pipe; an epoll instance nested in another, or in poll; a
+ * server's wait for POLLOUT ending at its Proposal's deadline.
  *
  * The socket layer is faked at link time: this file defines every
  * smcr_sock_* function the shim objects need (nm -u), and
@@ -69,7 +70,19 @@ struct smcr_sock {
 	_Atomic int refs;               /* the descriptor table's */
 	_Atomic int tcp_ended;          /* smcr_sock_tcp_ended() calls */
 	int wake_fd;
+	bool server;                    /* in the exchange: its Proposal is due once a
+					   write is wanted (smcr_sock_want_send) */
+	_Atomic int64_t due_ns;         /* then: when (0: not yet asked) */
+	_Atomic bool declined;          /* settled past it: writes go on TCP */
 };
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static void (*phase_changed)(int fd);
 
@@ -95,11 +108,33 @@ enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk)
 	return atomic_load(&sk->phase);
 }
 
+/* As the real one: a server driven past its Proposal's deadline declines, writable on TCP. */
 enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wait)
 {
+	int64_t due = atomic_load(&sk->due_ns);
+
 	(void)fd;
 	(void)may_wait;
+	if (sk->server && due && now_ns() >= due && !atomic_exchange(&sk->declined, true))
+		atomic_store(&sk->setup_mask, POLLOUT);
 	return atomic_load(&sk->phase);
+}
+
+/* The Proposal's deadline, SHORT_MS from the first ask, as smc_setup_want_send's. */
+int smcr_sock_want_send(struct smcr_sock *sk)
+{
+	int64_t due = 0, left;
+
+	if (!sk->server || atomic_load(&sk->declined))
+		return -1;
+	atomic_compare_exchange_strong(&sk->due_ns, &due, now_ns() + SHORT_MS * 1000000ll);
+	left = atomic_load(&sk->due_ns) - now_ns();
+	return left > 0 ? (int)((left + 999999) / 1000000) : 0;
+}
+
+bool smcr_sock_writes_tcp(struct smcr_sock *sk)
+{
+	return atomic_load(&sk->declined);
 }
 
 enum smcr_fd_state smcr_handshake_settle(int fd)
@@ -876,6 +911,34 @@ static void client_in_exchange_is_writable(void **state)
 	single_close(&one);
 }
 
+/*
+ * A server in its exchange whose application asks POLLOUT: nothing happens
+ * on any descriptor when its Proposal's deadline passes, yet the wait ends
+ * there, declined and writable on TCP: in epoll, level- and
+ * edge-triggered (looked at, and found not ready, before), and in poll.
+ */
+static void server_writable_at_proposal_deadline(void **state)
+{
+	struct conn c;
+	struct pollfd p = { .events = POLLOUT };
+
+	(void)state;
+	for (int edge = 0; edge < 2; edge++) {
+		struct single one = single_open(SMCR_SOCK_SETUP, 0, EPOLLOUT | (edge ? EPOLLET : 0));
+
+		one.c.sk->server = true;
+		assert_int_equal(ep_one(one.ep, DATA_A, 0), 0);
+		assert_int_equal(ep_one(one.ep, DATA_A, GUARD_MS), EPOLLOUT);
+		single_close(&one);
+	}
+	c = conn_open(SMCR_SOCK_SETUP, 0);
+	c.sk->server = true;
+	p.fd = c.fd;
+	assert_int_equal(smcr_poll(&p, 1, GUARD_MS, NULL), 1);
+	assert_int_equal(p.revents, POLLOUT);
+	conn_close(&c);
+}
+
 static void nested_wakes_outer_epoll(void **state)
 {
 	struct nest n = nest_open();
@@ -921,6 +984,7 @@ int main(void)
 		cmocka_unit_test(nested_ready_only_with_something_to_report),
 		cmocka_unit_test(nested_wakes_outer_epoll),
 		cmocka_unit_test(client_in_exchange_is_writable),
+		cmocka_unit_test(server_writable_at_proposal_deadline),
 		cmocka_unit_test(nested_wakes_poll),
 	};
 

@@ -439,7 +439,8 @@ static void lone_server_end(struct lone_server *ls)
 
 /*
  * A peer that has not begun its next message is waited for as TCP waits
- * for data, past the CLC wait: its application calls when it likes.
+ * for data, past the CLC wait: its application calls when it likes.  So
+ * is a client's Proposal while the server's application only reads.
  */
 static void silent_peer_is_waited_for(void **state)
 {
@@ -465,6 +466,174 @@ static void stalled_message_times_out(void **state)
 	ls.setup.deadline_ms = 0;       /* the CLC wait passes */
 	assert_int_equal(lone_server_step(&ls), SMC_SETUP_RESET);
 	assert_int_equal(ls.setup.reason, SMCR_REASON_TIMEOUT_CL);
+	lone_server_end(&ls);
+}
+
+/* The server's application wants to write, and the Proposal's deadline passes. */
+static void lone_server_wants_to_write(struct lone_server *ls)
+{
+	assert_int_equal(smc_setup_want_send(&ls->setup), SMC_CLC_PROPOSAL_WAIT_MS);
+	ls->setup.proposal_due_ms = 1;  /* long past */
+	assert_int_equal(smc_setup_want_send(&ls->setup), 0);
+}
+
+/* Steps the declined server until the late message is off the stream, or the end. */
+static void lone_server_until_discarded(struct lone_server *ls)
+{
+	while (lone_server_step(ls) == SMC_SETUP_SERVER_DISCARD)
+		poll(&(struct pollfd){ .fd = ls->s, .events = POLLIN }, 1, 50);
+}
+
+/* What the client's end reads next: a Decline, whose code it returns. */
+static uint32_t decline_read(int sock)
+{
+	uint8_t reply[SMC_CLC_DECLINE_LEN];
+	struct smc_clc_msg m;
+
+	assert_int_equal(recv(sock, reply, sizeof(reply), MSG_WAITALL), sizeof(reply));
+	assert_int_equal(smc_clc_decode(reply, sizeof(reply), &m), SMCR_REASON_NONE);
+	assert_int_equal(m.hdr.type, SMC_CLC_DECLINE);
+	return m.decline.peer_diagnosis;
+}
+
+/* Reads exactly the bytes of what from sock. */
+static void expect_stream(int sock, const char *what)
+{
+	char got[64] = "";
+
+	assert_int_equal(recv(sock, got, strlen(what), MSG_WAITALL), (ssize_t)strlen(what));
+	assert_string_equal(got, what);
+}
+
+/*
+ * Only a server that wants to write bounds its wait for the Proposal: it
+ * declines (NOPROPOSAL) when the deadline passes and writes on TCP, then
+ * takes the late Proposal off the client's stream, exactly, before the
+ * application reads.  A client has no such deadline.
+ */
+static void server_that_writes_declines_late_proposal(void **state)
+{
+	struct lone_server ls;
+	struct smc_setup client;
+	uint8_t msg[SMC_CLC_PROPOSAL_MAX_LEN + 8];          /* and the bytes behind it */
+	struct smc_clc_proposal p = { .smc_type = SMC_TYPE_D, .ism_gid = HOST_GID(7) };
+	int len = smc_clc_encode_proposal(msg, sizeof(msg), &p);
+
+	(void)state;
+	smc_setup_client(&client, HOST_GID(1));
+	assert_int_equal(smc_setup_want_send(&client), -1);
+	lone_server_start(&ls);
+	assert_int_equal(lone_server_step(&ls), SMC_SETUP_SERVER_WAIT_PROPOSAL);
+	assert_int_equal(ls.setup.proposal_due_ms, 0);  /* no write wanted: no deadline */
+	lone_server_wants_to_write(&ls);
+	assert_int_equal(lone_server_step(&ls), SMC_SETUP_SERVER_DISCARD);
+	assert_int_equal(ls.setup.reason, SMCR_REASON_NOPROPOSAL);
+	assert_true(smc_setup_writes_tcp(&ls.setup));
+	assert_int_equal(smc_setup_want_send(&ls.setup), -1);
+	assert_int_equal(decline_read(ls.c), 0x03000500u);
+	/* the Proposal comes late, the client's bytes behind it, in one segment */
+	memcpy(msg + len, "EHLO\r\n", 6);
+	assert_int_equal(send(ls.c, msg, (size_t)len + 6, 0), len + 6);
+	assert_int_equal(lone_server_step(&ls), SMC_SETUP_FALLBACK);
+	assert_int_equal(ls.setup.reason, SMCR_REASON_NOPROPOSAL);
+	assert_int_equal(ls.fake.prepared + ls.fake.reached + ls.fake.abandoned, 0);
+	expect_stream(ls.s, "EHLO\r\n");
+	lone_server_end(&ls);
+}
+
+/* A Proposal begun by the deadline is declined too, and discarded once whole. */
+static void late_proposal_discarded_across_segments(void **state)
+{
+	struct lone_server ls;
+	uint8_t msg[SMC_CLC_PROPOSAL_MAX_LEN];
+	struct smc_clc_proposal p = { .smc_type = SMC_TYPE_D, .ism_gid = HOST_GID(7) };
+	int len = smc_clc_encode_proposal(msg, sizeof(msg), &p);
+
+	(void)state;
+	lone_server_start(&ls);
+	assert_int_equal(send(ls.c, msg, 5, 0), 5);
+	assert_int_equal(lone_server_step(&ls), SMC_SETUP_SERVER_WAIT_PROPOSAL);
+	lone_server_wants_to_write(&ls);
+	assert_int_equal(lone_server_step(&ls), SMC_SETUP_SERVER_DISCARD);
+	assert_int_equal(decline_read(ls.c), 0x03000500u);
+	assert_int_equal(send(ls.c, msg + 5, (size_t)len - 5, 0), len - 5);
+	assert_int_equal(send(ls.c, "data", 4, 0), 4);
+	lone_server_until_discarded(&ls);
+	assert_int_equal(ls.setup.state, SMC_SETUP_FALLBACK);
+	expect_stream(ls.s, "data");
+	lone_server_end(&ls);
+}
+
+/*
+ * After the Decline, what is no CLC message of a client's first (a
+ * Proposal, or the Decline of a client with nothing to offer) is a broken
+ * or hostile peer's: that connection resets, as malformed CLC does.  A
+ * client's Decline is taken off like a Proposal; a stream that ends stays
+ * declined.
+ */
+static void after_late_decline_only_a_first_message_passes(void **state)
+{
+	static const char smtp[] = "HELO attacker.example\r\n";
+	uint8_t confirm[SMCR_CLC_ACCEPT_CONFIRM_LEN], decline[SMC_CLC_DECLINE_LEN];
+	struct smc_clc_accept_confirm c = { .smc_type = SMC_TYPE_D, .d.token = 1 };
+	struct smc_clc_decline d = { .peer_diagnosis = 0x03030000u };
+	int clen = smc_clc_encode_confirm(confirm, sizeof(confirm), &c);
+	int dlen = smc_clc_encode_decline(decline, sizeof(decline), &d);
+	const struct { const void *bytes; size_t len; enum smc_setup_state state; } late[] = {
+		{ smtp, sizeof(smtp) - 1, SMC_SETUP_RESET },
+		{ confirm, (size_t)clen, SMC_SETUP_RESET },
+		{ decline, (size_t)dlen, SMC_SETUP_FALLBACK },
+		{ "", 0, SMC_SETUP_FALLBACK },          /* the client closes */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(late) / sizeof(late[0]); i++) {
+		struct lone_server ls;
+
+		lone_server_start(&ls);
+		lone_server_wants_to_write(&ls);
+		assert_int_equal(lone_server_step(&ls), SMC_SETUP_SERVER_DISCARD);
+		if (late[i].len)
+			assert_int_equal(send(ls.c, late[i].bytes, late[i].len, 0), (ssize_t)late[i].len);
+		else
+			shutdown(ls.c, SHUT_WR);
+		lone_server_until_discarded(&ls);
+		assert_int_equal(ls.setup.state, late[i].state);
+		assert_int_equal(ls.setup.reason, late[i].state == SMC_SETUP_RESET ?
+				 SMCR_REASON_SYNCERR : SMCR_REASON_NOPROPOSAL);
+		lone_server_end(&ls);
+	}
+}
+
+/*
+ * A legitimate client whose Proposal comes after the server declined gets
+ * the Decline where it waits for the Accept and stays on TCP: the banner
+ * the server writes after its Decline, and the client's bytes after its
+ * Proposal, each arrive once and whole.
+ */
+static void client_reads_banner_after_late_decline(void **state)
+{
+	struct lone_server ls;
+	struct fake fc = { .token = 1 };
+	struct smc_setup_transport tc = FAKE_TRANSPORT(&fc);
+	struct smc_setup client;
+
+	(void)state;
+	lone_server_start(&ls);
+	lone_server_wants_to_write(&ls);
+	assert_int_equal(lone_server_step(&ls), SMC_SETUP_SERVER_DISCARD);
+	assert_int_equal(send(ls.s, "220 ready\r\n", 11, 0), 11);    /* on TCP at once */
+	smc_setup_client(&client, HOST_GID(1));
+	while (smc_setup_progress(&client, ls.c, &tc) == SMC_SETUP_CLIENT_WAIT_ACCEPT)
+		poll(&(struct pollfd){ .fd = ls.c, .events = POLLIN }, 1, 50);
+	assert_int_equal(client.state, SMC_SETUP_FALLBACK);
+	assert_int_equal(client.reason, SMCR_REASON_PEERDECL);
+	assert_int_equal(client.peer_diagnosis, 0x03000500u);
+	assert_int_equal(send(ls.c, "EHLO\r\n", 6, 0), 6);
+	expect_stream(ls.c, "220 ready\r\n");
+	lone_server_until_discarded(&ls);
+	assert_int_equal(ls.setup.state, SMC_SETUP_FALLBACK);
+	expect_stream(ls.s, "EHLO\r\n");
 	lone_server_end(&ls);
 }
 
@@ -562,6 +731,10 @@ int main(void)
 		cmocka_unit_test(peer_closed_stays_on_tcp),
 		cmocka_unit_test(silent_peer_is_waited_for),
 		cmocka_unit_test(stalled_message_times_out),
+		cmocka_unit_test(server_that_writes_declines_late_proposal),
+		cmocka_unit_test(late_proposal_discarded_across_segments),
+		cmocka_unit_test(after_late_decline_only_a_first_message_passes),
+		cmocka_unit_test(client_reads_banner_after_late_decline),
 		cmocka_unit_test(later_version_only_declined),
 		cmocka_unit_test(progress_without_waiting),
 		cmocka_unit_test(rewritten_receive_bounds_reset),
