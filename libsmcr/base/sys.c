@@ -166,6 +166,18 @@ void smcr_sys_fork_done(void)
 	pthread_mutex_unlock(&keepers_lock);
 }
 
+static _Atomic pid_t memory_owner;
+
+void smcr_sys_own_memory(void)
+{
+	atomic_store(&memory_owner, getpid());
+}
+
+bool smcr_sys_borrowed_memory(void)
+{
+	return getpid() != atomic_load(&memory_owner);
+}
+
 void smcr_sys_close(int fd)
 {
 	int saved_errno = errno;

@@ -81,6 +81,18 @@ void smcr_sys_fork_prepare(void);
 void smcr_sys_fork_done(void);
 
 /*
+ * The calling process owns this memory from now on: at start, and in a
+ * fork's child.  A vfork child runs in its parent's memory until it execs
+ * or exits, with a copy of its descriptor table: it must not change what
+ * libsmcr knows of the parent's descriptors (Python's subprocess dup2s and
+ * closes there before its exec).
+ */
+void smcr_sys_own_memory(void);
+
+/* Whether the caller runs in memory another process owns (a vfork child). */
+bool smcr_sys_borrowed_memory(void);
+
+/*
  * The application's close_range and closefrom: every descriptor in the
  * range but libsmcr's own.  As the C library's (close_range: 0 or -1 and
  * errno; closefrom: nothing).

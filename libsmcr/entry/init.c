@@ -46,6 +46,7 @@ static int log_descriptor(void)
 
 __attribute__((constructor)) static void smcr_init(void)
 {
+	smcr_sys_own_memory();
 	smcr_log_use_fd(log_descriptor());
 	smcr_log_init();
 	smcr_descriptors_init();

@@ -3,8 +3,9 @@
  * process: the connections whose descriptors stay open are the new image's,
  * which adopts them as it starts (shim/handshake.c).  Before the call this
  * image hands each of them its hold (smcr_sock_exec_prepare: counted in
- * flight, as SCM_RIGHTS counts a message's), and takes them back if the
- * call returns, which it does only when it failed.  Without the hand-over
+ * flight, as SCM_RIGHTS counts a message's; a vfork child hands holds of
+ * its own, its parent keeping its), and takes them back if the call
+ * returns, which it does only when it failed.  Without the hand-over
  * the new image's holds came on top of the old one's, which nobody gave
  * back: a connection the new image closed stayed open at smcrd, buffers
  * and all, as long as the process lived.
@@ -54,13 +55,14 @@ static long make_exec(void *arg)
 
 long smcr_exec_by(long (*exec)(void *arg), void *arg)
 {
+	struct smcr_exec_handover handed;
 	long rc;
 	int saved_errno;
 
-	smcr_sock_exec_prepare();
+	smcr_sock_exec_prepare(&handed);
 	rc = exec(arg);
 	saved_errno = errno;
-	smcr_sock_exec_failed();        /* it returned: this image goes on */
+	smcr_sock_exec_failed(&handed); /* it returned: this image goes on */
 	errno = saved_errno;
 	return rc;
 }

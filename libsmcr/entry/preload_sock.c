@@ -188,6 +188,8 @@ int shutdown(int fd, int how)
  */
 int close(int fd)
 {
+	if (smcr_sys_borrowed_memory())        /* a vfork child: its table, not ours */
+		return REAL(close)(fd);
 	if (smcr_fd_get(fd) == SMCR_FD_OWN) {
 		errno = EBADF;
 		return -1;
@@ -199,7 +201,7 @@ int close(int fd)
 
 int close_range(unsigned int first, unsigned int last, int flags)
 {
-	if (flags & CLOSE_RANGE_CLOEXEC)
+	if ((flags & CLOSE_RANGE_CLOEXEC) || smcr_sys_borrowed_memory())
 		return REAL(close_range)(first, last, flags);
 	/* Before: once closed, the numbers are free for other threads' new sockets. */
 	if (first <= last)
@@ -209,6 +211,10 @@ int close_range(unsigned int first, unsigned int last, int flags)
 
 void closefrom(int lowfd)
 {
+	if (smcr_sys_borrowed_memory()) {
+		REAL(closefrom)(lowfd);
+		return;
+	}
 	if (lowfd >= 0)
 		smcr_fd_forget_range((unsigned int)lowfd, ~0u);
 	smcr_sys_closefrom(lowfd);
@@ -218,7 +224,7 @@ int dup(int oldfd)
 {
 	int fd = REAL(dup)(oldfd);
 
-	if (fd >= 0)
+	if (fd >= 0 && !smcr_sys_borrowed_memory())
 		smcr_fd_copy(oldfd, fd);
 	return fd;
 }
@@ -250,6 +256,8 @@ int dup2(int oldfd, int newfd)
 {
 	int fd;
 
+	if (smcr_sys_borrowed_memory())
+		return REAL(dup2)(oldfd, newfd);
 	if (!before_dup(oldfd, newfd))
 		return -1;
 	fd = REAL(dup2)(oldfd, newfd);
@@ -262,6 +270,8 @@ int dup3(int oldfd, int newfd, int flags)
 {
 	int fd;
 
+	if (smcr_sys_borrowed_memory())
+		return REAL(dup3)(oldfd, newfd, flags);
 	if (!before_dup(oldfd, newfd))
 		return -1;
 	fd = REAL(dup3)(oldfd, newfd, flags);
@@ -278,7 +288,7 @@ static int fcntl_with(smcr_real_fcntl_t real, int fd, int cmd, void *arg)
 {
 	int rc = real(fd, cmd, arg);
 
-	if (rc >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+	if (rc >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && !smcr_sys_borrowed_memory())
 		smcr_fd_copy(fd, rc);
 	if (rc == 0 && cmd == F_SETFL && smcr_fd_sock(fd))
 		smcr_sock_set_nonblock(smcr_fd_sock(fd), (long)arg & O_NONBLOCK);

@@ -60,6 +60,7 @@ static void parent(void)
 
 static void child(void)
 {
+	smcr_sys_own_memory();
 	smcr_sys_fork_done();
 	smcr_stats_reset();
 	smcr_conn_table_forked(&smcr_stats_now()->conns);

@@ -78,17 +78,36 @@ enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk);
 void smcr_sock_confine(void);
 
 /*
- * An exec is about to replace this image: each descriptor of a connection
- * that stays open across it (no FD_CLOEXEC) will be a view of the new
- * image (smcr_sock_adopt takes one hold in flight per descriptor), so each
- * is counted as a hold in flight, as a message carrying it would be, and
- * this image's own hold becomes one of them.  Without that the new image
- * added its holds to the old one's, which nobody gave back: a connection
- * the new image closed was not ended, and its buffers stayed held until
- * the process exited.  smcr_sock_exec_failed takes them back.
+ * What an exec hands to the image it makes: the connections with a
+ * descriptor that stays open across it, and how many such descriptors
+ * each has (the new image adopts each, smcr_sock_adopt, taking one hold in
+ * flight).  Connections beyond the first SMCR_EXEC_HANDOVER_MAX are not
+ * handed over: their new image adds holds of its own, as before.
  */
-void smcr_sock_exec_prepare(void);
-void smcr_sock_exec_failed(void);
+#define SMCR_EXEC_HANDOVER_MAX 64
+struct smcr_exec_handover {
+	bool own;                       /* this image's memory: its own holds go too */
+	unsigned int n;
+	struct {
+		struct smcr_sock *sk;
+		unsigned int holds;
+	} to[SMCR_EXEC_HANDOVER_MAX];
+};
+
+/*
+ * An exec is about to replace this image: each descriptor of a connection
+ * that stays open across it counts as a hold in flight, as a message
+ * carrying it would, and this image's own hold becomes one of them (a
+ * server's buffer is offered first).  Without that the new image added its
+ * holds to the old one's, which nobody gave back: a connection the new
+ * image closed was not ended, and its buffers stayed held until the
+ * process exited.  A vfork child (python's subprocess) execs in its
+ * parent's memory with its own descriptors, which it has dup2'd and
+ * closed: those are found in /proc/self/fd, by inode, and the parent
+ * keeps its hold.  smcr_sock_exec_failed takes back what h says.
+ */
+void smcr_sock_exec_prepare(struct smcr_exec_handover *h);
+void smcr_sock_exec_failed(const struct smcr_exec_handover *h);
 
 /*
  * Drives the CLC exchange of fd as far as it goes without waiting, or

@@ -8,6 +8,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <sys/types.h>
 #include <stdint.h>
 
 #include "conn_record.h"
@@ -54,7 +55,7 @@ struct smcr_sock {
 	int state_fd;                   /* the state's memfd, until the buffer is offered
 					   with it (offered()); -1: none */
 	struct smc_conn conn;
-	unsigned int exec_passed;       /* holds passed to the image an exec makes */
+	ino_t ino;                      /* the TCP socket's inode (0: unknown) */
 	struct smcr_sock *prev, *next;  /* every connection of the process */
 };
 

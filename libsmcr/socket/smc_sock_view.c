@@ -38,6 +38,7 @@
  * nothing holds none of the server's memory.  Until then the state's memfd
  * waits in the view (state_fd).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -113,12 +114,6 @@ void smcr_sock_on_phase_change(void (*changed)(int fd))
 	phase_changed = changed;
 }
 static struct smcr_sock *all;
-/*
- * The process whose memory holds them, as getpid() said when one was
- * linked or at a fork: a vfork child that execs runs in that memory but
- * is another process, whose holds are not these.
- */
-static pid_t all_pid;
 
 /* A sandbox's filter forbids calls of the fast path: no SMC from now on (smcr_sock_confine). */
 static bool confined;
@@ -547,7 +542,6 @@ static struct smcr_sock *view_new(int state_fd, bool fresh)
 	}
 	atomic_init(&sk->refs, 1);
 	pthread_mutex_lock(&all_lock);
-	all_pid = getpid();
 	sk->next = all;
 	if (all)
 		all->prev = sk;
@@ -679,6 +673,15 @@ static bool view_complete(struct smcr_sock *sk, int fd)
 
 /* ---- life cycle ---- */
 
+/* The inode of socket fd (0: unknown), by which a vfork child's exec finds it. */
+static ino_t socket_inode(int fd)
+{
+	const uint64_t args[6] = { (uint64_t)fd };
+	struct stat st;
+
+	return smcr_filter_permits(SYS_newfstatat, args) && fstat(fd, &st) == 0 ? st.st_ino : 0;
+}
+
 void smcr_sock_negotiated(int fd, bool active)
 {
 	int state_fd = smcr_sys_memfd_sealed(STATE_BYTES), fl = REAL(fcntl)(fd, F_GETFL);
@@ -695,6 +698,7 @@ void smcr_sock_negotiated(int fd, bool active)
 	atomic_init(&sk->sh->nonblock, fl >= 0 && (fl & O_NONBLOCK));
 	sk->sh->active = active;
 	sk->conn.sock = fd;
+	sk->ino = socket_inode(fd);
 	sk->conn.record = smcr_fd_record(fd);
 	sk->state_fd = smcr_sys_fd_aside(state_fd);
 	smcr_sys_fd_keep(&sk->state_fd);
@@ -729,6 +733,7 @@ void smcr_sock_adopt(int fd, bool active)
 		if (!take_in_flight(sk, 1))
 			atomic_fetch_add(&sk->sh->holders, 1);
 		sk->conn.sock = fd;
+		sk->ino = socket_inode(fd);
 		sk->conn.record = smcr_fd_record(fd);
 		smc_conn_lock(&sk->conn);
 		if (phase_of(sk) <= SMCR_SOCK_SMC && view_transport(sk, fd, fds, n))
@@ -807,35 +812,93 @@ static bool survives_exec(int fd)
 	return flags >= 0 && !(flags & FD_CLOEXEC);
 }
 
-void smcr_sock_exec_prepare(void)
+/* One more descriptor of sk goes to the new image. */
+static void hand_over(struct smcr_exec_handover *h, struct smcr_sock *sk)
 {
-	pthread_mutex_lock(&all_lock);
-	/* a vfork child's new image adds holds of its own, as a spawned one's */
-	bool own = getpid() == all_pid;
+	unsigned int i = 0;
 
-	for (int fd = smcr_fd_next_sock(0); fd >= 0; fd = smcr_fd_next_sock((unsigned int)fd + 1))
-		if (survives_exec(fd)) {
-			offer_before_handover(smcr_fd_sock(fd));
-			smcr_fd_sock(fd)->exec_passed += own;
-		}
+	while (i < h->n && h->to[i].sk != sk)
+		i++;
+	if (i == h->n) {
+		if (h->n == SMCR_EXEC_HANDOVER_MAX)
+			return;
+		h->to[h->n++].sk = sk;
+		h->to[i].holds = 0;
+	}
+	h->to[i].holds++;
+}
+
+/* This process's connection whose TCP socket fd is (by inode), or NULL. */
+static struct smcr_sock *sock_by_inode(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode))
+		return NULL;
 	for (struct smcr_sock *sk = all; sk; sk = sk->next)
-		if (sk->exec_passed) {
-			/* this image's hold is one of them: the new image takes its place */
-			atomic_fetch_add(&sk->sh->holders, sk->exec_passed - 1);
-			atomic_fetch_add(&sk->sh->in_flight, sk->exec_passed);
+		if (sk->ino == st.st_ino)
+			return sk;
+	return NULL;
+}
+
+/*
+ * A vfork child's descriptors, from /proc/self/fd with getdents64 into a
+ * buffer on the stack: it runs in its parent's memory, where allocating
+ * is not safe.  Nothing if /proc cannot be read.
+ */
+static void hand_over_borrowed(struct smcr_exec_handover *h)
+{
+	char buf[4096];
+	int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	long len;
+
+	while (dir >= 0 && (len = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0)
+		for (long at = 0; at < len;) {
+			const struct dirent64 *d = (const void *)(buf + at);
+			int fd = atoi(d->d_name);
+			struct smcr_sock *sk;
+
+			at += d->d_reclen;
+			if (d->d_name[0] != '.' && fd != dir && (sk = sock_by_inode(fd)) &&
+			    survives_exec(fd))
+				hand_over(h, sk);
 		}
+	if (dir >= 0)
+		REAL(close)(dir);
+}
+
+void smcr_sock_exec_prepare(struct smcr_exec_handover *h)
+{
+	h->own = !smcr_sys_borrowed_memory();
+	h->n = 0;
+	pthread_mutex_lock(&all_lock);
+	if (!h->own)
+		hand_over_borrowed(h);
+	for (int fd = h->own ? smcr_fd_next_sock(0) : -1; fd >= 0;
+	     fd = smcr_fd_next_sock((unsigned int)fd + 1))
+		if (survives_exec(fd))
+			hand_over(h, smcr_fd_sock(fd));
+	for (unsigned int i = 0; i < h->n; i++) {
+		struct smcr_sock *sk = h->to[i].sk;
+
+		/* not from a vfork child: its requests would go on our socket to smcrd */
+		if (h->own)
+			offer_before_handover(sk);
+		atomic_fetch_add(&sk->sh->holders, h->to[i].holds - h->own);
+		atomic_fetch_add(&sk->sh->in_flight, h->to[i].holds);
+	}
 	pthread_mutex_unlock(&all_lock);
 }
 
-void smcr_sock_exec_failed(void)
+void smcr_sock_exec_failed(const struct smcr_exec_handover *h)
 {
 	pthread_mutex_lock(&all_lock);
-	for (struct smcr_sock *sk = all; sk; sk = sk->next)
-		if (sk->exec_passed) {
-			take_in_flight(sk, sk->exec_passed);
-			atomic_fetch_sub(&sk->sh->holders, sk->exec_passed - 1);
-			sk->exec_passed = 0;
-		}
+	for (unsigned int i = 0; i < h->n; i++) {
+		struct smcr_sock *sk = h->to[i].sk;
+
+		take_in_flight(sk, h->to[i].holds);
+		atomic_fetch_sub(&sk->sh->holders, h->to[i].holds - h->own);
+	}
 	pthread_mutex_unlock(&all_lock);
 }
 
@@ -869,7 +932,6 @@ void smcr_sock_fork_done(void)
  */
 void smcr_sock_fork_child(void)
 {
-	all_pid = getpid();
 	for (struct smcr_sock *sk = all; sk; sk = sk->next) {
 		if (!sk->conn.ops->setup.lost_by_fork || !sk->conn.priv)
 			continue;
