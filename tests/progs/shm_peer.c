@@ -400,7 +400,7 @@ static void exchange_data(struct end *e, uint8_t seed, uint8_t peer_seed)
 static void enter_new_netns(void)
 {
 	struct ifreq ifr = { .ifr_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING };
-	int fd;
+	int fd = -1;
 
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
 	if (unshare(CLONE_NEWNET) || (fd = socket(AF_INET, SOCK_DGRAM, 0)) < 0 ||
