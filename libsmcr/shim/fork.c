@@ -6,8 +6,9 @@
  * has not yet needed them, so that a child that execs finds them there
  * (smc_sock_view.c); then take every lock a child's copy must find free,
  * outermost first:
- * the transports' (smc_transport.h), the control socket's, the
- * connections', then the kept descriptors' (sys.h).
+ * the transports' (smc_transport.h), the connections' list, the control
+ * socket's (a connection's exchange asks smcrd while it holds the list or
+ * the connection's lock), then the kept descriptors' (sys.h).
  * After, in the parent: release them in the reverse order.  After, in the
  * child (one thread, every lock held by the fork's own thread):
  *   1. statistics: count from zero, privately; the connections inherited
@@ -43,8 +44,8 @@ static void prepare(void)
 	smcr_sock_offer_all();
 	for (unsigned int t = SMCR_TRANSPORTS; t-- > 0;)
 		TRANSPORT_STEP(t, fork_prepare);
-	smcr_control_fork_prepare();
 	smcr_sock_fork_prepare();
+	smcr_control_fork_prepare();
 	smcr_sys_fork_prepare();
 	smcr_stats_before_fork();
 }
@@ -52,8 +53,8 @@ static void prepare(void)
 static void parent(void)
 {
 	smcr_sys_fork_done();
-	smcr_sock_fork_done();
 	smcr_control_fork_parent();
+	smcr_sock_fork_done();
 	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++)
 		TRANSPORT_STEP(t, fork_parent);
 }

@@ -56,6 +56,7 @@ struct smcr_sock {
 					   with it (offered()); -1: none */
 	struct smc_conn conn;
 	ino_t ino;                      /* the TCP socket's inode (0: unknown) */
+	unsigned long offer_call;       /* the smcr_sock_offer_all that last took it */
 	struct smcr_sock *prev, *next;  /* every connection of the process */
 };
 

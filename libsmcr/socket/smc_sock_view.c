@@ -871,6 +871,9 @@ void smcr_sock_exec_prepare(struct smcr_exec_handover *h)
 {
 	h->own = !smcr_sys_borrowed_memory();
 	h->n = 0;
+	/* not from a vfork child: its requests would go on our socket to smcrd */
+	if (h->own)
+		smcr_sock_offer_all();
 	pthread_mutex_lock(&all_lock);
 	if (!h->own)
 		hand_over_borrowed(h);
@@ -881,9 +884,6 @@ void smcr_sock_exec_prepare(struct smcr_exec_handover *h)
 	for (unsigned int i = 0; i < h->n; i++) {
 		struct smcr_sock *sk = h->to[i].sk;
 
-		/* not from a vfork child: its requests would go on our socket to smcrd */
-		if (h->own)
-			offer_before_handover(sk);
 		atomic_fetch_add(&sk->sh->holders, h->to[i].holds - h->own);
 		atomic_fetch_add(&sk->sh->in_flight, h->to[i].holds);
 	}
@@ -902,12 +902,35 @@ void smcr_sock_exec_failed(const struct smcr_exec_handover *h)
 	pthread_mutex_unlock(&all_lock);
 }
 
+/*
+ * The offers are made outside all_lock: they take the control socket's
+ * lock, which fork takes before all_lock.  A reference keeps each
+ * connection while it is offered; in rounds of 16, each connection once.
+ */
 void smcr_sock_offer_all(void)
 {
+	static unsigned long calls;
+	struct smcr_sock *batch[16];
+	unsigned long call;
+	unsigned int n;
+
 	pthread_mutex_lock(&all_lock);
-	for (struct smcr_sock *sk = all; sk; sk = sk->next)
-		offer_before_handover(sk);
+	call = ++calls;
 	pthread_mutex_unlock(&all_lock);
+	do {
+		n = 0;
+		pthread_mutex_lock(&all_lock);
+		for (struct smcr_sock *sk = all; sk && n < 16; sk = sk->next)
+			if (sk->offer_call != call && phase_of(sk) <= SMCR_SOCK_SETUP) {
+				sk->offer_call = call;
+				batch[n++] = smcr_sock_get(sk);
+			}
+		pthread_mutex_unlock(&all_lock);
+		for (unsigned int i = 0; i < n; i++) {
+			offer_before_handover(batch[i]);
+			smcr_sock_put(batch[i], -1);
+		}
+	} while (n == 16);
 }
 
 /* fork(), before: every connection is about to be held by one process more. */
