@@ -46,7 +46,8 @@ stage unit-asan ctest_in build-asan -L unit
 
 build_fuzz() {
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DSMCR_FUZZ=ON > /dev/null &&
-		cmake --build build-fuzz -j"$jobs" --target write_seeds fuzz_clc fuzz_cdc fuzz_control fuzz_cdc_seq fuzz_filter
+		cmake --build build-fuzz -j"$jobs" --target write_seeds fuzz_clc fuzz_cdc fuzz_control fuzz_cdc_seq \
+			fuzz_clc_seq fuzz_shm_peer fuzz_filter
 }
 stage build-fuzz build_fuzz
 stage fuzz ctest_in build-fuzz -L fuzz

@@ -165,13 +165,25 @@ static bool cdc_apply(struct smc_conn *conn, const struct smc_cdc *cdc)
 	return true;
 }
 
+/*
+ * CDCs applied in one fetch.  A transport keeps only the latest unread
+ * CDC, so one or two come at a time; a peer that sends without pause must
+ * not keep us here, holding the connection lock, for ever.  What is left
+ * moved events(), so a caller about to wait comes back for it at once.
+ */
+#define CDC_FETCH_MAX 16
+
+/* Rounds of waiting for a CDC that may lag behind the TCP end (ops->await_peer). */
+#define AWAIT_PEER_ROUNDS 16
+
 int smc_conn_cdc_fetch(struct smc_conn *conn)
 {
 	uint8_t msg[SMC_CDC_MSG_LEN];
 	bool applied = false;
 	int rc;
 
-	while (!conn->st->err && (rc = conn->ops->recv_cdc(conn, msg)) != 0) {
+	for (unsigned int n = 0; n < CDC_FETCH_MAX && !conn->st->err &&
+				 (rc = conn->ops->recv_cdc(conn, msg)) != 0; n++) {
 		struct smc_cdc cdc;
 
 		if (rc < 0 || smc_cdc_decode(msg, sizeof(msg), &cdc) || !cdc_apply(conn, &cdc)) {
@@ -219,8 +231,10 @@ void smc_conn_peer_lost(struct smc_conn *conn)
 	socklen_t len = sizeof(err);
 
 	smc_conn_cdc_fetch(conn);
-	while (!conn->st->err && !(conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED) &&
-	       conn->ops->await_peer && conn->ops->await_peer(conn))
+	/* a peer whose CDCs keep coming, none saying it closed, gets a bounded number of rounds */
+	for (unsigned int round = 0; round < AWAIT_PEER_ROUNDS && !conn->st->err &&
+	     !(conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED) && conn->ops->await_peer &&
+	     conn->ops->await_peer(conn); round++)
 		smc_conn_cdc_fetch(conn);
 	if (conn->st->err || (conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED))
 		return;

@@ -2,7 +2,8 @@
  * smc_rx.c - the receive path (smc_rx.h).
  *
  * The peer's CDCs are fetched and applied by smc_conn.c; reading copies from rx_cons towards rx_prod, and moves rx_cons unless
- * peeking; the consumer cursor goes back to the peer by the RFC 7609 rule
+ * peeking (a peek keeps what it copied, so that the read after it returns
+ * the same bytes: smc_rx_peek.h); the consumer cursor goes back to the peer by the RFC 7609 rule
  * (smc_cdc_cons_update_due), in a CDC of its own or in any CDC we send.
  */
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include "smc_iov.h"
 #include "smc_conn.h"
 #include "smc_rx.h"
+#include "smc_rx_peek.h"
 
 #define PEER_DONE (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED)
 
@@ -25,19 +27,64 @@ struct rx_pos {
 	bool urg_unpassed;	/* at has not reached urg_mark */
 };
 
+static void iov_put(struct smc_iov_iter *it, const uint8_t *src, size_t n)
+{
+	while (n > 0) {
+		char *dst;
+		size_t len = smc_iov_next(it, n, &dst);
+
+		memcpy(dst, src, len);
+		src += len;
+		n -= len;
+	}
+}
+
+/*
+ * Copies n stream bytes, at distance d past rx_cons and at src in the ring
+ * (one piece of it), into it: those a peek copied before from that copy,
+ * the rest from the ring, through the copy when peeking (smc_rx_peek.h).
+ * 0, or -ENOMEM.
+ */
+static int rx_copy(struct smc_conn *conn, struct smc_iov_iter *it, uint32_t d,
+		   const uint8_t *src, uint32_t n, int flags)
+{
+	if (conn->peek) {
+		const uint8_t *held;
+		size_t k = smc_peek_held(conn, d, n, &held);
+
+		iov_put(it, held, k);
+		d += (uint32_t)k;
+		src += k;
+		n -= (uint32_t)k;
+	}
+	if (n && (flags & MSG_PEEK)) {
+		int err = 0;
+		const uint8_t *kept = smc_peek_keep(conn, d, src, n, &err);
+
+		if (err)
+			return err;
+		if (kept)
+			src = kept;
+	}
+	iov_put(it, src, n);
+	return 0;
+}
+
 /*
  * Takes up to max readable bytes at pos into it (nowhere with MSG_TRUNC)
  * and moves pos past them.  Without SO_OOBINLINE the urgent byte is
  * stepped over, but only when nothing was copied before it (copied):
  * otherwise *at_mark is set and the read ends there, as TCP's does.
+ * *err: -ENOMEM if a peek could not keep what it copied.
  */
 static size_t rx_take(struct smc_conn *conn, struct rx_pos *pos, struct smc_iov_iter *it,
-		      size_t max, int flags, bool copied, bool *at_mark)
+		      size_t max, int flags, bool copied, bool *at_mark, int *err)
 {
 	uint32_t size = conn->rmb_size;
 	uint32_t avail = smc_ring_readable(size, pos->at, conn->st->rx_prod);
 	struct smc_ring_chunk chunk[2];
 	unsigned int chunks;
+	uint32_t d;
 
 	if (pos->urg_unpassed && !conn->st->oob_inline) {
 		uint32_t before = smc_cursor_diff(size, pos->at, conn->st->rx_urg_mark) - 1;
@@ -47,6 +94,10 @@ static size_t rx_take(struct smc_conn *conn, struct rx_pos *pos, struct smc_iov_
 				*at_mark = true;
 				return 0;
 			}
+			/* a peek keeps the byte stepped over too: its copy stays one piece */
+			if ((flags & MSG_PEEK) && pos->at.count < size)
+				smc_peek_keep(conn, smc_cursor_diff(size, conn->st->rx_cons, pos->at),
+					      conn->rmb + pos->at.count, 1, err);
 			pos->at = smc_cursor_add(pos->at, size, 1);
 			pos->urg_unpassed = false;
 			avail--;
@@ -57,7 +108,8 @@ static size_t rx_take(struct smc_conn *conn, struct rx_pos *pos, struct smc_iov_
 	if (avail > max)
 		avail = (uint32_t)max;
 	chunks = smc_ring_split(size, pos->at.count, avail, chunk);
-	for (unsigned int i = 0; i < chunks && !(flags & MSG_TRUNC); i++) {
+	d = smc_cursor_diff(size, conn->st->rx_cons, pos->at);
+	for (unsigned int i = 0; i < chunks && !(flags & MSG_TRUNC) && !*err; i++) {
 		uint32_t off = chunk[i].off, left = chunk[i].len;
 
 		/* cursors another holder of the socket rewrote: a broken connection */
@@ -65,15 +117,11 @@ static size_t rx_take(struct smc_conn *conn, struct rx_pos *pos, struct smc_iov_
 			smc_conn_abort_locked(conn);
 			return 0;
 		}
-		while (left > 0) {
-			char *dst;
-			size_t len = smc_iov_next(it, left, &dst);
-
-			memcpy(dst, conn->rmb + off, len);
-			off += (uint32_t)len;
-			left -= (uint32_t)len;
-		}
+		*err = rx_copy(conn, it, d, conn->rmb + off, left, flags);
+		d += left;
 	}
+	if (*err)
+		return 0;
 	pos->at = smc_cursor_add(pos->at, size, avail);
 	if (pos->urg_unpassed && conn->st->oob_inline && !smc_cursor_newer(pos->at, conn->st->rx_urg_mark))
 		pos->urg_unpassed = false;
@@ -85,11 +133,19 @@ static size_t rx_take(struct smc_conn *conn, struct rx_pos *pos, struct smc_iov_
  * waits for.  Past the mark there is no urgent data any more, inline or
  * stepped over, as TCP forgets its urgent pointer once the reader passed it.
  */
+/* rx_cons moves to at: what a peek kept before it is read. */
+static void rx_move_cons(struct smc_conn *conn, struct smc_cursor at)
+{
+	if (conn->peek || conn->st->peek_owner)
+		smc_peek_consumed(conn, smc_cursor_diff(conn->rmb_size, conn->st->rx_cons, at));
+	conn->st->rx_cons = at;
+}
+
 static int rx_consume(struct smc_conn *conn, const struct rx_pos *pos)
 {
 	bool passed_mark = conn->st->rx_urg_unpassed && !pos->urg_unpassed;
 
-	conn->st->rx_cons = pos->at;
+	rx_move_cons(conn, pos->at);
 	conn->st->rx_urg_unpassed = pos->urg_unpassed;
 	if (passed_mark && conn->st->rx_urg_state == SMC_URG_VALID)
 		conn->st->rx_urg_state = SMC_URG_READ;
@@ -113,7 +169,7 @@ static int rx_step_over_urgent(struct smc_conn *conn)
 {
 	if (!rx_urgent_next(conn))
 		return 0;
-	conn->st->rx_cons = conn->st->rx_urg_mark;
+	rx_move_cons(conn, conn->st->rx_urg_mark);
 	conn->st->rx_urg_unpassed = false;
 	conn->st->rx_urg_stepped = true;
 	return smc_conn_consumer_update(conn, true);
@@ -162,6 +218,8 @@ ssize_t smc_rx_recv(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 		return rx_recv_urgent(conn, iov, iovcnt, flags);
 	nonblock |= !!(flags & MSG_DONTWAIT);
 	smc_conn_lock(conn);
+	if (conn->peek)
+		smc_peek_check(conn);
 	pos = (struct rx_pos){ .at = conn->st->rx_cons, .urg_unpassed = conn->st->rx_urg_unpassed };
 	while (copied < len) {
 		uint32_t since = conn->ops->events(conn);
@@ -171,7 +229,9 @@ ssize_t smc_rx_recv(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 		rc = smc_conn_cdc_fetch(conn);
 		if (rc)
 			break;
-		n = rx_take(conn, &pos, &it, len - copied, flags, copied > 0, &at_mark);
+		n = rx_take(conn, &pos, &it, len - copied, flags, copied > 0, &at_mark, &rc);
+		if (rc)
+			break;
 		copied += n;
 		if (!(flags & MSG_PEEK) && !smc_cursor_equal(before, pos.at)) {
 			rc = rx_consume(conn, &pos);

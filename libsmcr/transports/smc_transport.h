@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -63,6 +64,7 @@ static inline uint64_t smc_clock_ns(void)
 }
 
 struct smc_conn;
+struct smc_peek;
 
 /*
  * How a transport is offered and set up in the CLC exchange
@@ -310,6 +312,8 @@ struct smc_conn_state {
 	struct smc_cursor rx_urg_mark;	/* just after the peer's last urgent byte */
 	uint8_t rx_urg_byte;
 	uint32_t cdc_fetched;		/* the transport's: which CDC it fetched last */
+	uint64_t peek_owner;		/* the process's copy that holds the bytes from rx_cons
+					   a peek returned (conn/smc_rx_peek.h); 0: none */
 
 	/* Close: SMC_CDC_PEER_DONE_WRITING, _CONN_CLOSED, _CONN_ABORT. */
 	uint8_t local_state;		/* what we told the peer; set bits stay set */
@@ -331,6 +335,8 @@ struct smc_conn {
 	 * which any process holding the socket can rewrite.
 	 */
 	uint32_t rmb_size, peer_rmb_size;
+	struct smc_peek *peek;		/* what a peek copied out of our RMB (conn/smc_rx_peek.h):
+					   one allocation, or NULL */
 	/* Statistics: published to this process's record of it (conn_table.h), under lock. */
 	uint32_t record;		/* the record's id; 0: none */
 	struct smc_traffic traffic;	/* what this process moved */
@@ -360,6 +366,8 @@ static inline void smc_conn_destroy(struct smc_conn *conn)
 {
 	if (conn->priv)
 		conn->ops->release(conn);
+	free(conn->peek);
+	conn->peek = NULL;
 }
 
 static inline void smc_conn_lock(struct smc_conn *conn)

@@ -501,6 +501,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		data += 1 + arg;
 		size -= 1 + arg;
 	}
+	smc_conn_destroy(&conn);        /* what a peek kept */
 	pthread_mutex_destroy(&st.lock);
 	return 0;
 }

@@ -4,7 +4,9 @@
  * into the build tree): the unit tests' golden messages (tests/unit/golden_*.h)
  * for fuzz_clc and fuzz_cdc, and for fuzz_control and fuzz_cdc_seq inputs
  * in their formats (fuzz_*_input.h) that walk each target's way through a
- * well-behaved exchange and a few of the malformed cases; for fuzz_filter,
+ * well-behaved exchange and a few of the malformed cases; for fuzz_clc_seq,
+ * both roles' exchanges to SMC and a Decline; for fuzz_shm_peer, data both
+ * ways with a peek and a scribble between it and the read; for fuzz_filter,
  * a sandbox's filter over the calls it allows and one it kills.
  */
 #include <errno.h>
@@ -20,7 +22,9 @@
 
 #include "control_proto.h"
 #include "fuzz_cdc_seq_input.h"
+#include "fuzz_clc_seq_input.h"
 #include "fuzz_control_input.h"
+#include "fuzz_shm_peer_input.h"
 #include "golden_cdc.h"
 #include "golden_clc.h"
 
@@ -238,6 +242,75 @@ static void filter_seed(const char *dir, const char *name, int nr)
 	write_seed(dir, "fuzz_filter", name, s.bytes, s.len);
 }
 
+/* One step of fuzz_clc_seq: op, then its argument's first bytes (the rest zero). */
+static void clc_step(struct seed *s, enum fuzz_clc_op op, const uint8_t *arg, size_t n)
+{
+	uint8_t full[FUZZ_CLC_ARG] = { 0 };
+
+	memcpy(full, arg, n);
+	put(s, &(uint8_t){ op }, 1);
+	put(s, full, sizeof(full));
+}
+
+/* The peer's messages, each the input's type index (type - 1) and SMC_TYPE_D (1). */
+static void clc_seq_seed(const char *dir, const char *name, uint8_t role, const uint8_t *types,
+			 size_t n)
+{
+	struct fuzz_clc_seq_header h = { .role = role, .offers = 1 };
+	struct seed s = { .len = 0 };
+
+	put(&s, &h, sizeof(h));
+	for (size_t i = 0; i < n; i++)
+		clc_step(&s, FUZZ_CLC_MSG, (const uint8_t[]){ types[i], 1, 0, 0, 0, 0, 0, 0, 0, 0x77 },
+			 10);
+	write_seed(dir, "fuzz_clc_seq", name, s.bytes, s.len);
+}
+
+static void clc_seq_seeds(const char *dir)
+{
+	clc_seq_seed(dir, "client_done", 0, (const uint8_t[]){ 1 }, 1);
+	clc_seq_seed(dir, "server_done", 1, (const uint8_t[]){ 0, 2 }, 2);
+	clc_seq_seed(dir, "server_declined", 1, (const uint8_t[]){ 3 }, 1);
+}
+
+/* A server that wants to write before the Proposal comes: it declines, then discards the Proposal. */
+static void clc_seq_late_proposal(const char *dir)
+{
+	struct fuzz_clc_seq_header h = { .role = 1, .offers = 1 };
+	struct seed s = { .len = 0 };
+
+	put(&s, &h, sizeof(h));
+	clc_step(&s, FUZZ_CLC_WANT_SEND, (const uint8_t[]){ 1 }, 1);
+	clc_step(&s, FUZZ_CLC_MSG, (const uint8_t[]){ 0, 1 }, 2);
+	write_seed(dir, "fuzz_clc_seq", "late_proposal", s.bytes, s.len);
+}
+
+static void shm_step(struct seed *s, enum fuzz_shm_op op, uint16_t a, uint8_t b, uint8_t c)
+{
+	uint8_t arg[FUZZ_SHM_ARG] = { (uint8_t)a, (uint8_t)(a >> 8), b, c };
+
+	memset(arg + 4, 'Z', sizeof(arg) - 4);
+	put(s, &(uint8_t){ op }, 1);
+	put(s, arg, sizeof(arg));
+}
+
+static void shm_peer_seed(const char *dir)
+{
+	struct seed s = { .len = 0 };
+
+	shm_step(&s, FUZZ_SHM_PEER_SEND, 100, 0, 0);
+	shm_step(&s, FUZZ_SHM_RECV, 10, 1, 0);                  /* a peek */
+	shm_step(&s, FUZZ_SHM_SCRIBBLE, 4096, 16, 0);           /* the ring's first 16 bytes */
+	shm_step(&s, FUZZ_SHM_RECV, 50, 0, 20);                 /* the read, in two pieces */
+	shm_step(&s, FUZZ_SHM_SEND, 30, 0, 0);
+	shm_step(&s, FUZZ_SHM_PEER_RECV, 30, 0, 0);
+	shm_step(&s, FUZZ_SHM_SCRIBBLE, 0x80 | 128, 8, 0);      /* the mailbox */
+	shm_step(&s, FUZZ_SHM_POLL, 0, 0, 0);
+	shm_step(&s, FUZZ_SHM_PEER_END, 0, 0, 0);
+	shm_step(&s, FUZZ_SHM_RECV, 100, 0, 0);
+	write_seed(dir, "fuzz_shm_peer", "exchange", s.bytes, s.len);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -254,6 +327,9 @@ int main(int argc, char **argv)
 	control_malformed(argv[1]);
 	cdc_seq_exchange(argv[1]);
 	cdc_seq_wrap(argv[1]);
+	clc_seq_seeds(argv[1]);
+	clc_seq_late_proposal(argv[1]);
+	shm_peer_seed(argv[1]);
 	filter_seed(argv[1], "allowed", SYS_read);
 	filter_seed(argv[1], "killed", SYS_bpf);
 	return 0;

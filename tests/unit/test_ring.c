@@ -593,6 +593,90 @@ static void peek_trunc_waitall_dontwait_timeout(void **state)
 	pair_run(&small_rings, flags_parent, flags_child);
 }
 
+/*
+ * A peer may rewrite bytes of our ring that it announced and we have not
+ * consumed (it maps the ring, or writes it by RDMA): whatever it does, the
+ * bytes a peek returned are the ones the reads after it return, as over
+ * TCP.  The parent plays such a peer, rewriting the child's ring with raw
+ * writes between the child's calls.
+ */
+static void rewrite_ring(struct smc_conn *conn, int sock, char with)
+{
+	char junk[11];
+
+	memset(junk, with, sizeof(junk));
+	get(sock);
+	assert_int_equal(conn->ops->write(conn, 0, junk, sizeof(junk)), 0);
+	put(sock, 1);
+}
+
+static void peek_rewrite_parent(struct smc_conn *conn, int sock)
+{
+	assert_int_equal(send_buf(conn, "hello world", 11, 0, false), 11);
+	rewrite_ring(conn, sock, 'X');
+	rewrite_ring(conn, sock, 'Y');
+	get(sock);
+}
+
+static void peek_rewrite_child(struct smc_conn *conn, int sock)
+{
+	char a[4] = { 0 }, b[16] = { 0 };
+	struct iovec iov[2] = { { a, 1 }, { a + 1, 2 } };
+
+	CHECK(recv_buf(conn, b, 5, MSG_PEEK | MSG_WAITALL) == 5 && memcmp(b, "hello", 5) == 0);
+	put(sock, 1);
+	get(sock);
+	/* a longer peek: the bytes peeked before, then the ring's as they are now */
+	CHECK(recv_buf(conn, b, 11, MSG_PEEK) == 11 && memcmp(b, "helloXXXXXX", 11) == 0);
+	put(sock, 1);
+	get(sock);
+	/* partial reads, a readv, a peek between them: still what the peeks saw */
+	CHECK(smc_rx_recv(conn, iov, 2, 0, false) == 3 && memcmp(a, "hel", 3) == 0);
+	CHECK(recv_buf(conn, b, 8, MSG_PEEK | MSG_WAITALL) == 8 && memcmp(b, "loXXXXXX", 8) == 0);
+	CHECK(recv_buf(conn, b, 8, MSG_WAITALL) == 8 && memcmp(b, "loXXXXXX", 8) == 0);
+	CHECK(conn->peek == NULL && conn->st->peek_owner == 0);	/* read: the copy is gone */
+	put(sock, 1);
+}
+
+static void peek_then_read_despite_rewrites(void **state)
+{
+	(void)state;
+	pair_run(&small_rings, peek_rewrite_parent, peek_rewrite_child);
+}
+
+/*
+ * The copy is one view's.  Another holder of the socket (here a second
+ * view in the same process, as after SCM_RIGHTS) that reads after the peek
+ * takes the ring's bytes and ends the copy's claim: the peeking view then
+ * reads on from the new rx_cons, never from its stale copy.
+ */
+static void holders_parent(struct smc_conn *conn, int sock)
+{
+	assert_int_equal(send_buf(conn, "hello world", 11, 0, false), 11);
+	get(sock);
+}
+
+static void holders_child(struct smc_conn *conn, int sock)
+{
+	struct smc_conn other = *conn;
+	char b[16];
+
+	other.peek = NULL;
+	CHECK(recv_buf(conn, b, 5, MSG_PEEK | MSG_WAITALL) == 5 && memcmp(b, "hello", 5) == 0);
+	CHECK(conn->peek != NULL && conn->st->peek_owner != 0);
+	CHECK(recv_buf(&other, b, 3, MSG_WAITALL) == 3 && memcmp(b, "hel", 3) == 0);
+	CHECK(conn->st->peek_owner == 0);
+	CHECK(recv_buf(conn, b, 8, MSG_WAITALL) == 8 && memcmp(b, "lo world", 8) == 0);
+	CHECK(conn->peek == NULL);
+	put(sock, 1);
+}
+
+static void peek_copy_yields_to_another_holder(void **state)
+{
+	(void)state;
+	pair_run(&small_rings, holders_parent, holders_child);
+}
+
 /* ---- close ---- */
 
 static void half_close_parent(struct smc_conn *conn, int sock)
@@ -948,6 +1032,8 @@ int main(void)
 		PAIR_TEST(exact_full_ring_and_write_blocked),
 		PAIR_TEST(msg_more_defers_the_cdc),
 		PAIR_TEST(peek_trunc_waitall_dontwait_timeout),
+		PAIR_TEST(peek_then_read_despite_rewrites),
+		PAIR_TEST(peek_copy_yields_to_another_holder),
 		PAIR_TEST(half_close_then_close),
 		PAIR_TEST(abort_is_connreset),
 		PAIR_TEST(local_abort_wakes_a_blocked_reader),

@@ -394,14 +394,24 @@ static void deliver(struct smc_rdma_link *link, const uint8_t *msg, uint32_t len
 		put_retired(link, &cdc.token, 0, NULL);		/* smc_rdma.lock: not under link->lock */
 }
 
-/* Under cq_lock: takes every completion there is. */
+/*
+ * Under cq_lock: takes every completion that was there when it began, and
+ * no more than the CQ holds.  Receives are reposted as they complete, so a
+ * remote peer sending without pause would otherwise keep us here (with
+ * cq_lock, and a waiter's connection lock) for ever.  The CQ never holds
+ * more than its depth, send_slots + recv_slots, and gives completions in
+ * order: taking that many takes all that were there at the start, so a
+ * poll after arming (smc_rdma_link_arm_any) still sees every completion
+ * the arm may not signal.
+ */
 static void link_poll_locked(struct smc_rdma_link *link)
 {
 	struct ibv_wc wc[16];
-	uint64_t sends = 0, recvs = 0;
-	int n;
+	uint64_t sends = 0, recvs = 0, left = (uint64_t)link->send_slots + link->recv_slots;
+	int n = 0;
 
-	while ((n = ibv_poll_cq(link->cq, 16, wc)) > 0) {
+	while (left > 0 && (n = ibv_poll_cq(link->cq, left < 16 ? (int)left : 16, wc)) > 0) {
+		left -= (uint64_t)n;
 		for (int i = 0; i < n; i++) {
 			smcr_log(SMCR_LOG_DEBUG, "rdma: qp %u: completion opcode %d status %d len %u",
 				 link->info.qpn, wc[i].opcode, wc[i].status, wc[i].byte_len);

@@ -305,25 +305,41 @@ static int shm_send_cdc(struct smc_conn *conn, const uint8_t msg[SMC_CDC_MSG_LEN
 	return 0;
 }
 
+/*
+ * Reads of the mailbox that a write tore, in one fetch, before it is left
+ * for the next: a peer that rewrites seq without end must not hold us
+ * here (and the connection lock with us).  Giving up says "nothing new
+ * yet", not a protocol error: a legitimate peer's writes may tear many
+ * reads in a row on a busy host (a reader preempted mid-read), and each
+ * torn read saw seq move past the caller's events() snapshot, so a caller
+ * about to wait does not sleep: it releases the lock and fetches again.  A
+ * hostile peer so keeps us only as busy as sending CDCs without pause
+ * would.
+ */
+#define MBOX_READ_TRIES 64
+
 static int shm_recv_cdc(struct smc_conn *conn, uint8_t msg[SMC_CDC_MSG_LEN])
 {
 	struct shm *shm = conn->priv;
 	struct shm_mbox *mbox = &shm->ctl->mbox;
 	uint64_t words[MBOX_WORDS];
-	uint32_t seq;
 
-	do {
-		seq = atomic_load_explicit(&mbox->seq, memory_order_acquire);
+	for (unsigned int tries = 0; tries < MBOX_READ_TRIES; tries++) {
+		uint32_t seq = atomic_load_explicit(&mbox->seq, memory_order_acquire);
+
 		/* an odd seq: the peer is mid-write; its last store moves events() */
 		if (seq == conn->st->cdc_fetched || (seq & 1))
 			return 0;
 		for (unsigned int i = 0; i < MBOX_WORDS; i++)
 			words[i] = atomic_load_explicit(&mbox->msg[i], memory_order_relaxed);
 		atomic_thread_fence(memory_order_acquire);
-	} while (atomic_load_explicit(&mbox->seq, memory_order_relaxed) != seq);
-	conn->st->cdc_fetched = seq;
-	memcpy(msg, words, SMC_CDC_MSG_LEN);
-	return 1;
+		if (atomic_load_explicit(&mbox->seq, memory_order_relaxed) == seq) {
+			conn->st->cdc_fetched = seq;
+			memcpy(msg, words, SMC_CDC_MSG_LEN);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 static uint32_t shm_events(struct smc_conn *conn)
