@@ -35,6 +35,7 @@
 #include "control_proto.h"
 #include "control_request.h"
 #include "daemon.h"
+#include "pidfd.h"
 #include "quota.h"
 #include "smcrd_log.h"
 
@@ -177,6 +178,7 @@ static void drop_client(struct smcrd_control *ctl, size_t i)
 	smcrd_shm_drop_owner(&ctl->shm, c->id, offer_moved,
 			     &(struct charge_move){ .ctl = ctl, .from = c });
 	give_back(ctl, c, c->granted);
+	close(c->pidfd);                /* ours, not a client's: no close to wait on */
 	smcrd_close_later(c->fd);       /* descriptors may be queued unread on it */
 	ctl->clients[i] = ctl->clients[--ctl->nclients];
 }
@@ -214,20 +216,6 @@ void smcrd_control_pollfds(const struct smcrd_control *ctl, struct pollfd *pfd)
 	pfd[0] = (struct pollfd){ .fd = ctl->listen_fd, .events = ctl->spare_fd >= 0 ? POLLIN : 0 };
 	for (size_t i = 0; i < ctl->nclients; i++)
 		pfd[1 + i] = (struct pollfd){ .fd = ctl->clients[i].fd, .events = requests };
-}
-
-static void read_comm(pid_t pid, char *comm, size_t size)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, comm, size - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		n = snprintf(comm, size, "?");
-	comm[n] = '\0';
-	comm[strcspn(comm, "\n")] = '\0';
 }
 
 /*
@@ -299,7 +287,7 @@ static void recheck_suspects(struct smcrd_control *ctl)
  * (libsmcr reads it even once its send fails for the hang-up).
  */
 static bool admitted(const struct smcrd_control *ctl, int fd, const struct ucred *cred,
-		     const struct smcrd_limits *l)
+		     int pidfd, const struct smcrd_limits *l)
 {
 	struct smcr_control_msg m = { .version = SMCR_CONTROL_VERSION,
 				      .type = SMCR_CONTROL_REGISTER, .result = -EUSERS };
@@ -309,7 +297,8 @@ static bool admitted(const struct smcrd_control *ctl, int fd, const struct ucred
 		return true;
 	(void)!send(fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL);
 	smcrd_close_later(fd);
-	read_comm(cred->pid, comm, sizeof(comm));
+	smcrd_pidfd_comm(cred->pid, pidfd, comm, sizeof(comm));
+	close(pidfd);
 	smcrd_log_client(cred->uid, LOG_WARNING, "process %d (%s) refused: %s", (int)cred->pid,
 			 comm, m.text);
 	return false;
@@ -326,16 +315,24 @@ static void accept_clients(struct smcrd_control *ctl, const struct smcrd_limits 
 			return;                 /* EAGAIN, or a client gone before we took it */
 		struct ucred cred;
 		socklen_t len = sizeof(cred);
+		int pidfd = -1;
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
 			smcrd_close_later(fd);
 			continue;
 		}
-		if (!admitted(ctl, fd, &cred, l))
+		if ((pidfd = smcrd_pidfd_of_peer(fd, cred.pid)) < 0) {
+			smcrd_log_client(cred.uid, LOG_NOTICE, "process %d has exited: its control "
+					 "connection refused", (int)cred.pid);
+			smcrd_close_later(fd);
+			continue;
+		}
+		if (!admitted(ctl, fd, &cred, pidfd, l))
 			continue;
 		if (ctl->nclients == ctl->capacity) {
 			size_t cap = ctl->capacity ? ctl->capacity * 2 : 16;
 			void *grown = realloc(ctl->clients, cap * sizeof(*ctl->clients));
 			if (!grown) {
+				close(pidfd);
 				smcrd_close_later(fd);
 				continue;
 			}
@@ -344,8 +341,8 @@ static void accept_clients(struct smcrd_control *ctl, const struct smcrd_limits 
 		}
 		struct smcrd_client *c = &ctl->clients[ctl->nclients++];
 		*c = (struct smcrd_client){ .fd = fd, .id = ++ctl->next_id, .pid = cred.pid,
-					    .uid = cred.uid, .stats_fd = -1 };
-		read_comm(c->pid, c->comm, sizeof(c->comm));
+					    .pidfd = pidfd, .uid = cred.uid, .stats_fd = -1 };
+		smcrd_pidfd_comm(c->pid, c->pidfd, c->comm, sizeof(c->comm));
 	}
 }
 
@@ -513,38 +510,18 @@ static void describe_stats(const struct smcrd_control *ctl, struct smcr_control_
 		st->processes += ctl->clients[i].registered;
 }
 
-/* The parent of pid, as /proc says (0: unknown). */
-static pid_t parent_of(pid_t pid)
-{
-	char path[64], buf[512], *end;
-	pid_t ppid = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	/* "pid (comm) state ppid ...": comm may hold anything, so from its last ')' */
-	end = strrchr(buf, ')');
-	if (end && sscanf(end + 1, " %*c %d", &ppid) != 1)
-		ppid = 0;
-	return ppid;
-}
-
 /*
  * A forked child registers: it holds whatever sockets its parent held, so
  * the offers its parent holds may pass to it (shm_broker.c).
  */
 static void share_with_parent(struct smcrd_control *ctl, const struct smcrd_client *c)
 {
-	pid_t ppid = parent_of(c->pid);
+	pid_t ppid = smcrd_pidfd_parent(c->pid, c->pidfd);
 
+	/* the parent's pid names it only while it lives: a client gone is not it */
 	for (size_t i = 0; ppid > 0 && i < ctl->nclients; i++)
-		if (ctl->clients[i].pid == ppid && ctl->clients[i].registered)
+		if (ctl->clients[i].pid == ppid && ctl->clients[i].registered &&
+		    smcrd_pidfd_alive(ctl->clients[i].pidfd))
 			smcrd_shm_share(&ctl->shm, ctl->clients[i].id, c->id);
 }
 
@@ -720,7 +697,12 @@ static bool serve_request(struct smcrd_control *ctl, struct smcrd_client *c, str
 
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
-	if (!smcrd_request_well_formed(&m, n, nin, cut, &short_of_fds)) {
+	if (n > 0 && !smcrd_pidfd_alive(c->pidfd)) {
+		/* held by another process now: it is not c, whose pid may be reused */
+		smcrd_log_client(c->uid, LOG_NOTICE, "process %d (%s) has exited: a request "
+				 "on its control connection refused", (int)c->pid, c->comm);
+		ok = false;
+	} else if (!smcrd_request_well_formed(&m, n, nin, cut, &short_of_fds)) {
 		if (n > 0)
 			smcrd_log_client(c->uid, LOG_WARNING, "process %d (%s): malformed request "
 					 "(%zd bytes, %zu descriptors)", (int)c->pid, c->comm, n, nin);

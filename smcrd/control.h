@@ -25,7 +25,8 @@ struct smcrd;
 struct smcrd_client {
 	int fd;
 	uint64_t id;                    /* names it in the broker: pids and slots are reused */
-	pid_t pid;
+	pid_t pid;                      /* of the process that connected (SO_PEERCRED) ... */
+	int pidfd;                      /* ... pinned at accept (pidfd.h) */
 	uid_t uid;
 	uint64_t granted;               /* bytes of buffer memory it holds, offers included */
 	uint64_t offered;               /* of which its offers hold (released only by WITHDRAW) */
