@@ -56,6 +56,8 @@ struct smcr_sock {
 					   with it (offered()); -1: none */
 	struct smc_conn conn;
 	ino_t ino;                      /* the TCP socket's inode (0: unknown) */
+	uint64_t staging_granted;       /* what smcrd granted for the view's staging buffer
+					   (smc_sock_view.c): as large as that is */
 	struct smcr_sock *prev, *next;  /* every connection of the process */
 };
 
