@@ -92,6 +92,42 @@ static void give_back(struct smcrd_control *ctl, struct smcrd_client *c, uint64_
 	ctl->used -= bytes;
 }
 
+/*
+ * c's survivors that closed since last looked at: their bytes go back (the
+ * connections' own WITHDRAW and RELEASE name grants of the smcrd before).
+ */
+static void settle_survivors(struct smcrd_control *ctl, struct smcrd_client *c)
+{
+	uint64_t held;
+
+	if (!c->carried)
+		return;
+	held = c->stats ? smcrd_survivors_held(&c->survivors, c->stats) : 0;
+	if (!c->stats)
+		smcrd_survivors_free(&c->survivors);
+	if (held >= c->carried)
+		return;
+	give_back(ctl, c, c->carried - held);
+	c->carried = held;
+}
+
+static void settle_all_survivors(struct smcrd_control *ctl)
+{
+	for (size_t i = 0; i < ctl->nclients; i++)
+		settle_survivors(ctl, &ctl->clients[i]);
+}
+
+/*
+ * What RELEASE may give back of c's grants: not what its offers hold
+ * (WITHDRAW returns that), nor its survivors (they return as they close).
+ */
+static uint64_t releasable(const struct smcrd_client *c)
+{
+	uint64_t kept = c->offered + c->carried;
+
+	return c->granted > kept ? c->granted - kept : 0;
+}
+
 static struct smcrd_client *client_by_id(struct smcrd_control *ctl, uint64_t id)
 {
 	for (size_t i = 0; i < ctl->nclients; i++)
@@ -153,10 +189,12 @@ static void check_region(struct smcrd_client *c)
 	forget_region(c);
 }
 
+/* Before the figures are shown: regions with holes forgotten, survivors that closed settled. */
 static void check_regions(struct smcrd_control *ctl)
 {
 	for (size_t i = 0; i < ctl->nclients; i++)
 		check_region(&ctl->clients[i]);
+	settle_all_survivors(ctl);
 }
 
 static void drop_client(struct smcrd_control *ctl, size_t i)
@@ -178,6 +216,7 @@ static void drop_client(struct smcrd_control *ctl, size_t i)
 	smcrd_shm_drop_owner(&ctl->shm, c->id, offer_moved,
 			     &(struct charge_move){ .ctl = ctl, .from = c });
 	give_back(ctl, c, c->granted);
+	smcrd_survivors_free(&c->survivors);
 	close(c->pidfd);                /* ours, not a client's: no close to wait on */
 	smcrd_close_later(c->fd);       /* descriptors may be queued unread on it */
 	ctl->clients[i] = ctl->clients[--ctl->nclients];
@@ -378,6 +417,8 @@ static bool fits(const struct smcrd_control *ctl, const struct smcrd_client *c, 
 static bool grant(struct smcrd_control *ctl, struct smcrd_client *c, uint64_t bytes,
 		  const struct smcrd_limits *l, struct smcr_control_msg *m)
 {
+	if (!fits(ctl, c, bytes, l, NULL, 0))
+		settle_all_survivors(ctl);
 	if (!fits(ctl, c, bytes, l, NULL, 0) && smcrd_shm_sweep(&ctl->shm, 0, offer_ended, ctl))
 		smcrd_log(LOG_INFO, "offers of closed sockets ended: %llu bytes in use",
 			  (unsigned long long)ctl->used);
@@ -525,9 +566,39 @@ static void share_with_parent(struct smcrd_control *ctl, const struct smcrd_clie
 			smcrd_shm_share(&ctl->shm, ctl->clients[i].id, c->id);
 }
 
+/*
+ * The buffers of the connections that c's region lists at REGISTER (it
+ * registers again: survivors.h) are charged to it and to the host: all of
+ * them for root's processes, whose memory is real and whose word is
+ * trusted; for others no more than a GRANT could take now (max_memory,
+ * their quotas), so that what a process says of itself costs nobody else.
+ */
+static void carry_survivors(struct smcrd_control *ctl, struct smcrd_client *c,
+			    const struct smcrd_limits *l)
+{
+	uint64_t held = smcrd_survivors_take(&c->survivors, c->stats), room;
+
+	if (!held) {
+		smcrd_survivors_free(&c->survivors);
+		return;
+	}
+	room = smcrd_quota_room(ctl->clients, ctl->nclients, c, l);
+	if (c->uid != 0 && room > (ctl->used < l->memory ? l->memory - ctl->used : 0))
+		room = ctl->used < l->memory ? l->memory - ctl->used : 0;
+	c->carried = held < room ? held : room;
+	c->granted += c->carried;
+	ctl->used += c->carried;
+	if (ctl->used > ctl->peak_used)
+		ctl->peak_used = ctl->used;
+	smcrd_log(LOG_NOTICE, "process %d (%s) registers again with %zu connections on SMC: "
+		  "%llu of their %llu bytes of buffer memory charged", (int)c->pid, c->comm,
+		  c->survivors.n, (unsigned long long)c->carried, (unsigned long long)held);
+}
+
 /* REGISTER with in[0..nin-1]: the process's statistics region, if it sent one. */
-static void register_client(struct smcrd_client *c, struct smcrd *d, struct smcr_control_msg *m,
-			    const int *in, size_t nin, int *fds, size_t *nfds)
+static void register_client(struct smcrd_control *ctl, struct smcrd_client *c, struct smcrd *d,
+			    struct smcr_control_msg *m, const int *in, size_t nin, int *fds,
+			    size_t *nfds, const struct smcrd_limits *l)
 {
 	c->registered = true;
 	if (nin && !c->stats) {         /* registered twice on one connection: keep the first */
@@ -544,6 +615,7 @@ static void register_client(struct smcrd_client *c, struct smcrd *d, struct smcr
 					 c->comm, m->text);
 			return;
 		}
+		carry_survivors(ctl, c, l);
 	}
 	if (smcrd_negotiation_maps(d, fds) == 0)
 		*nfds = 2;
@@ -613,15 +685,14 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 		/* Short of descriptors, the region was lost: the process counts alone. */
 		if (!c->registered)
 			share_with_parent(ctl, c);
-		register_client(c, d, m, in, nin, fds, &nfds);
+		register_client(ctl, c, d, m, in, nin, fds, &nfds, &l);
 		break;
 	case SMCR_CONTROL_GRANT:
 		c->registered = true;
 		grant(ctl, c, m->bytes, &l, m);
 		break;
-	case SMCR_CONTROL_RELEASE:      /* not what its offers hold: WITHDRAW returns that */
-		give_back(ctl, c, m->bytes < c->granted - c->offered ? m->bytes
-								     : c->granted - c->offered);
+	case SMCR_CONTROL_RELEASE:
+		give_back(ctl, c, m->bytes < releasable(c) ? m->bytes : releasable(c));
 		return true;                    /* no reply */
 	case SMCR_CONTROL_OFFER:
 		c->registered = true;

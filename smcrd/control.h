@@ -19,6 +19,7 @@
 #include "control_proto.h"
 #include "shm_broker.h"
 #include "stats_agg.h"
+#include "survivors.h"
 
 struct smcrd;
 
@@ -30,6 +31,10 @@ struct smcrd_client {
 	uid_t uid;
 	uint64_t granted;               /* bytes of buffer memory it holds, offers included */
 	uint64_t offered;               /* of which its offers hold (released only by WITHDRAW) */
+	uint64_t carried;               /* of which its survivors hold: its connections from
+					   before it registered again (survivors.h), returned
+					   as they close, not by RELEASE */
+	struct smcrd_survivors survivors;
 	bool registered;                /* a process using smcr, not a passing smcrctl */
 	const struct smcr_stats *stats; /* its counters, mapped read-only; NULL: none */
 	int stats_fd;                   /* their memfd, to look for holes (stats_agg.h); or -1 */
