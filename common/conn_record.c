@@ -45,6 +45,23 @@ bool smcr_conn_record_read(const struct smcr_conn_record *r, struct smcr_conn_vi
 	return true;
 }
 
+uint64_t smcr_conn_buffer_bytes(const struct smcr_conn_view *v)
+{
+	uint64_t rmb = smcr_rmb_class_bytes(v->rmb_class);
+	uint64_t most = smcr_rmb_class_bytes(SMCR_RMB_CLASSES - 1);
+
+	if (v->mode != SMCR_CONN_SMC || !rmb)
+		return 0;
+	switch (v->transport) {
+	case SMCR_TRANSPORT_SHM:
+		return SMCR_SHM_CTL_BYTES + rmb;
+	case SMCR_TRANSPORT_RDMA:       /* staging as large as the peer's RMB */
+		return SMCR_SHM_CTL_BYTES + rmb + (v->peer_rmb_size < most ? v->peer_rmb_size : most);
+	default:
+		return 0;
+	}
+}
+
 const char *smcr_conn_state_name(uint32_t mode, uint32_t close_flags)
 {
 	const uint32_t done = SMCR_CONN_CLOSE_DONE_WRITING | SMCR_CONN_CLOSE_CLOSED;

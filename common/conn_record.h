@@ -50,6 +50,9 @@ static inline uint64_t smcr_rmb_class_bytes(unsigned int c)
 	return c < SMCR_RMB_CLASSES ? (uint64_t)16384 << c : 0;
 }
 
+/* A shared-memory buffer's memfd: this control page, then the RMB (libsmcr's shm transport). */
+#define SMCR_SHM_CTL_BYTES 4096u
+
 enum smcr_conn_mode {
 	SMCR_CONN_FREE,         /* slot unused */
 	SMCR_CONN_CLAIMED,      /* being filled in: not yet shown */
@@ -132,6 +135,15 @@ struct smcr_conn_view {
 	uint64_t cursor[SMCR_CONN_CURSORS];
 	uint64_t bytes_in, bytes_out, recvs, sends, rmb_full, peer_rmb_full;
 };
+
+/*
+ * The buffer memory an SMC connection's end that v shows holds in its
+ * process, as smcrd charges it: the memfd it offered (SMCR_SHM_CTL_BYTES and
+ * its RMB), and over RDMA the staging buffer beside its RMB, granted as
+ * large as the peer's RMB (at most 1 MiB here).  0 for a connection not on
+ * SMC, or a record that makes no sense (any process may write its own).
+ */
+uint64_t smcr_conn_buffer_bytes(const struct smcr_conn_view *v);
 
 /* Reads r (maybe another process's, changing) into v: false if it is no connection now. */
 bool smcr_conn_record_read(const struct smcr_conn_record *r, struct smcr_conn_view *v);

@@ -52,7 +52,11 @@ enum smcr_control_type {
 	SMCR_CONTROL_REGISTER = 1,      /* carries 0 or 1 fd: the process's statistics, a
 					   memfd of smcr_stats_region_size() bytes holding
 					   a struct smcr_stats (stats_region.h), sealed against
-					   SHRINK and GROW, every page allocated; reply carries
+					   SHRINK and GROW, every page allocated; the
+					   connections its table lists then are those the
+					   process kept from an earlier registration (an smcrd
+					   restarted), whose buffers it is charged for
+					   (smcrd/survivors.h); reply carries
 					   2 fds (SCM_RIGHTS): the handshake result map
 					   (read-only), the ownership map.  A user with
 					   max_processes_per_user processes served already

@@ -35,6 +35,7 @@
 #include "control_proto.h"
 #include "control_request.h"
 #include "daemon.h"
+#include "pidfd.h"
 #include "quota.h"
 #include "smcrd_log.h"
 
@@ -89,6 +90,42 @@ static void give_back(struct smcrd_control *ctl, struct smcrd_client *c, uint64_
 	bytes = bytes < c->granted ? bytes : c->granted;
 	c->granted -= bytes;
 	ctl->used -= bytes;
+}
+
+/*
+ * c's survivors that closed since last looked at: their bytes go back (the
+ * connections' own WITHDRAW and RELEASE name grants of the smcrd before).
+ */
+static void settle_survivors(struct smcrd_control *ctl, struct smcrd_client *c)
+{
+	uint64_t held;
+
+	if (!c->carried)
+		return;
+	held = c->stats ? smcrd_survivors_held(&c->survivors, c->stats) : 0;
+	if (!c->stats)
+		smcrd_survivors_free(&c->survivors);
+	if (held >= c->carried)
+		return;
+	give_back(ctl, c, c->carried - held);
+	c->carried = held;
+}
+
+static void settle_all_survivors(struct smcrd_control *ctl)
+{
+	for (size_t i = 0; i < ctl->nclients; i++)
+		settle_survivors(ctl, &ctl->clients[i]);
+}
+
+/*
+ * What RELEASE may give back of c's grants: not what its offers hold
+ * (WITHDRAW returns that), nor its survivors (they return as they close).
+ */
+static uint64_t releasable(const struct smcrd_client *c)
+{
+	uint64_t kept = c->offered + c->carried;
+
+	return c->granted > kept ? c->granted - kept : 0;
 }
 
 static struct smcrd_client *client_by_id(struct smcrd_control *ctl, uint64_t id)
@@ -152,10 +189,12 @@ static void check_region(struct smcrd_client *c)
 	forget_region(c);
 }
 
+/* Before the figures are shown: regions with holes forgotten, survivors that closed settled. */
 static void check_regions(struct smcrd_control *ctl)
 {
 	for (size_t i = 0; i < ctl->nclients; i++)
 		check_region(&ctl->clients[i]);
+	settle_all_survivors(ctl);
 }
 
 static void drop_client(struct smcrd_control *ctl, size_t i)
@@ -177,6 +216,8 @@ static void drop_client(struct smcrd_control *ctl, size_t i)
 	smcrd_shm_drop_owner(&ctl->shm, c->id, offer_moved,
 			     &(struct charge_move){ .ctl = ctl, .from = c });
 	give_back(ctl, c, c->granted);
+	smcrd_survivors_free(&c->survivors);
+	close(c->pidfd);                /* ours, not a client's: no close to wait on */
 	smcrd_close_later(c->fd);       /* descriptors may be queued unread on it */
 	ctl->clients[i] = ctl->clients[--ctl->nclients];
 }
@@ -214,20 +255,6 @@ void smcrd_control_pollfds(const struct smcrd_control *ctl, struct pollfd *pfd)
 	pfd[0] = (struct pollfd){ .fd = ctl->listen_fd, .events = ctl->spare_fd >= 0 ? POLLIN : 0 };
 	for (size_t i = 0; i < ctl->nclients; i++)
 		pfd[1 + i] = (struct pollfd){ .fd = ctl->clients[i].fd, .events = requests };
-}
-
-static void read_comm(pid_t pid, char *comm, size_t size)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, comm, size - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		n = snprintf(comm, size, "?");
-	comm[n] = '\0';
-	comm[strcspn(comm, "\n")] = '\0';
 }
 
 /*
@@ -299,7 +326,7 @@ static void recheck_suspects(struct smcrd_control *ctl)
  * (libsmcr reads it even once its send fails for the hang-up).
  */
 static bool admitted(const struct smcrd_control *ctl, int fd, const struct ucred *cred,
-		     const struct smcrd_limits *l)
+		     int pidfd, const struct smcrd_limits *l)
 {
 	struct smcr_control_msg m = { .version = SMCR_CONTROL_VERSION,
 				      .type = SMCR_CONTROL_REGISTER, .result = -EUSERS };
@@ -309,7 +336,8 @@ static bool admitted(const struct smcrd_control *ctl, int fd, const struct ucred
 		return true;
 	(void)!send(fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL);
 	smcrd_close_later(fd);
-	read_comm(cred->pid, comm, sizeof(comm));
+	smcrd_pidfd_comm(cred->pid, pidfd, comm, sizeof(comm));
+	close(pidfd);
 	smcrd_log_client(cred->uid, LOG_WARNING, "process %d (%s) refused: %s", (int)cred->pid,
 			 comm, m.text);
 	return false;
@@ -326,16 +354,24 @@ static void accept_clients(struct smcrd_control *ctl, const struct smcrd_limits 
 			return;                 /* EAGAIN, or a client gone before we took it */
 		struct ucred cred;
 		socklen_t len = sizeof(cred);
+		int pidfd = -1;
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
 			smcrd_close_later(fd);
 			continue;
 		}
-		if (!admitted(ctl, fd, &cred, l))
+		if ((pidfd = smcrd_pidfd_of_peer(fd, cred.pid)) < 0) {
+			smcrd_log_client(cred.uid, LOG_NOTICE, "process %d has exited: its control "
+					 "connection refused", (int)cred.pid);
+			smcrd_close_later(fd);
+			continue;
+		}
+		if (!admitted(ctl, fd, &cred, pidfd, l))
 			continue;
 		if (ctl->nclients == ctl->capacity) {
 			size_t cap = ctl->capacity ? ctl->capacity * 2 : 16;
 			void *grown = realloc(ctl->clients, cap * sizeof(*ctl->clients));
 			if (!grown) {
+				close(pidfd);
 				smcrd_close_later(fd);
 				continue;
 			}
@@ -344,8 +380,8 @@ static void accept_clients(struct smcrd_control *ctl, const struct smcrd_limits 
 		}
 		struct smcrd_client *c = &ctl->clients[ctl->nclients++];
 		*c = (struct smcrd_client){ .fd = fd, .id = ++ctl->next_id, .pid = cred.pid,
-					    .uid = cred.uid, .stats_fd = -1 };
-		read_comm(c->pid, c->comm, sizeof(c->comm));
+					    .pidfd = pidfd, .uid = cred.uid, .stats_fd = -1 };
+		smcrd_pidfd_comm(c->pid, c->pidfd, c->comm, sizeof(c->comm));
 	}
 }
 
@@ -381,6 +417,8 @@ static bool fits(const struct smcrd_control *ctl, const struct smcrd_client *c, 
 static bool grant(struct smcrd_control *ctl, struct smcrd_client *c, uint64_t bytes,
 		  const struct smcrd_limits *l, struct smcr_control_msg *m)
 {
+	if (!fits(ctl, c, bytes, l, NULL, 0))
+		settle_all_survivors(ctl);
 	if (!fits(ctl, c, bytes, l, NULL, 0) && smcrd_shm_sweep(&ctl->shm, 0, offer_ended, ctl))
 		smcrd_log(LOG_INFO, "offers of closed sockets ended: %llu bytes in use",
 			  (unsigned long long)ctl->used);
@@ -513,44 +551,54 @@ static void describe_stats(const struct smcrd_control *ctl, struct smcr_control_
 		st->processes += ctl->clients[i].registered;
 }
 
-/* The parent of pid, as /proc says (0: unknown). */
-static pid_t parent_of(pid_t pid)
-{
-	char path[64], buf[512], *end;
-	pid_t ppid = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	/* "pid (comm) state ppid ...": comm may hold anything, so from its last ')' */
-	end = strrchr(buf, ')');
-	if (end && sscanf(end + 1, " %*c %d", &ppid) != 1)
-		ppid = 0;
-	return ppid;
-}
-
 /*
  * A forked child registers: it holds whatever sockets its parent held, so
  * the offers its parent holds may pass to it (shm_broker.c).
  */
 static void share_with_parent(struct smcrd_control *ctl, const struct smcrd_client *c)
 {
-	pid_t ppid = parent_of(c->pid);
+	pid_t ppid = smcrd_pidfd_parent(c->pid, c->pidfd);
 
+	/* the parent's pid names it only while it lives: a client gone is not it */
 	for (size_t i = 0; ppid > 0 && i < ctl->nclients; i++)
-		if (ctl->clients[i].pid == ppid && ctl->clients[i].registered)
+		if (ctl->clients[i].pid == ppid && ctl->clients[i].registered &&
+		    smcrd_pidfd_alive(ctl->clients[i].pidfd))
 			smcrd_shm_share(&ctl->shm, ctl->clients[i].id, c->id);
 }
 
+/*
+ * The buffers of the connections that c's region lists at REGISTER (it
+ * registers again: survivors.h) are charged to it and to the host: all of
+ * them for root's processes, whose memory is real and whose word is
+ * trusted; for others no more than a GRANT could take now (max_memory,
+ * their quotas), so that what a process says of itself costs nobody else.
+ */
+static void carry_survivors(struct smcrd_control *ctl, struct smcrd_client *c,
+			    const struct smcrd_limits *l)
+{
+	uint64_t held = smcrd_survivors_take(&c->survivors, c->stats), room;
+
+	if (!held) {
+		smcrd_survivors_free(&c->survivors);
+		return;
+	}
+	room = smcrd_quota_room(ctl->clients, ctl->nclients, c, l);
+	if (c->uid != 0 && room > (ctl->used < l->memory ? l->memory - ctl->used : 0))
+		room = ctl->used < l->memory ? l->memory - ctl->used : 0;
+	c->carried = held < room ? held : room;
+	c->granted += c->carried;
+	ctl->used += c->carried;
+	if (ctl->used > ctl->peak_used)
+		ctl->peak_used = ctl->used;
+	smcrd_log(LOG_NOTICE, "process %d (%s) registers again with %zu connections on SMC: "
+		  "%llu of their %llu bytes of buffer memory charged", (int)c->pid, c->comm,
+		  c->survivors.n, (unsigned long long)c->carried, (unsigned long long)held);
+}
+
 /* REGISTER with in[0..nin-1]: the process's statistics region, if it sent one. */
-static void register_client(struct smcrd_client *c, struct smcrd *d, struct smcr_control_msg *m,
-			    const int *in, size_t nin, int *fds, size_t *nfds)
+static void register_client(struct smcrd_control *ctl, struct smcrd_client *c, struct smcrd *d,
+			    struct smcr_control_msg *m, const int *in, size_t nin, int *fds,
+			    size_t *nfds, const struct smcrd_limits *l)
 {
 	c->registered = true;
 	if (nin && !c->stats) {         /* registered twice on one connection: keep the first */
@@ -567,6 +615,7 @@ static void register_client(struct smcrd_client *c, struct smcrd *d, struct smcr
 					 c->comm, m->text);
 			return;
 		}
+		carry_survivors(ctl, c, l);
 	}
 	if (smcrd_negotiation_maps(d, fds) == 0)
 		*nfds = 2;
@@ -636,15 +685,14 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 		/* Short of descriptors, the region was lost: the process counts alone. */
 		if (!c->registered)
 			share_with_parent(ctl, c);
-		register_client(c, d, m, in, nin, fds, &nfds);
+		register_client(ctl, c, d, m, in, nin, fds, &nfds, &l);
 		break;
 	case SMCR_CONTROL_GRANT:
 		c->registered = true;
 		grant(ctl, c, m->bytes, &l, m);
 		break;
-	case SMCR_CONTROL_RELEASE:      /* not what its offers hold: WITHDRAW returns that */
-		give_back(ctl, c, m->bytes < c->granted - c->offered ? m->bytes
-								     : c->granted - c->offered);
+	case SMCR_CONTROL_RELEASE:
+		give_back(ctl, c, m->bytes < releasable(c) ? m->bytes : releasable(c));
 		return true;                    /* no reply */
 	case SMCR_CONTROL_OFFER:
 		c->registered = true;
@@ -720,7 +768,12 @@ static bool serve_request(struct smcrd_control *ctl, struct smcrd_client *c, str
 
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
-	if (!smcrd_request_well_formed(&m, n, nin, cut, &short_of_fds)) {
+	if (n > 0 && !smcrd_pidfd_alive(c->pidfd)) {
+		/* held by another process now: it is not c, whose pid may be reused */
+		smcrd_log_client(c->uid, LOG_NOTICE, "process %d (%s) has exited: a request "
+				 "on its control connection refused", (int)c->pid, c->comm);
+		ok = false;
+	} else if (!smcrd_request_well_formed(&m, n, nin, cut, &short_of_fds)) {
 		if (n > 0)
 			smcrd_log_client(c->uid, LOG_WARNING, "process %d (%s): malformed request "
 					 "(%zd bytes, %zu descriptors)", (int)c->pid, c->comm, n, nin);

@@ -19,16 +19,22 @@
 #include "control_proto.h"
 #include "shm_broker.h"
 #include "stats_agg.h"
+#include "survivors.h"
 
 struct smcrd;
 
 struct smcrd_client {
 	int fd;
 	uint64_t id;                    /* names it in the broker: pids and slots are reused */
-	pid_t pid;
+	pid_t pid;                      /* of the process that connected (SO_PEERCRED) ... */
+	int pidfd;                      /* ... pinned at accept (pidfd.h) */
 	uid_t uid;
 	uint64_t granted;               /* bytes of buffer memory it holds, offers included */
 	uint64_t offered;               /* of which its offers hold (released only by WITHDRAW) */
+	uint64_t carried;               /* of which its survivors hold: its connections from
+					   before it registered again (survivors.h), returned
+					   as they close, not by RELEASE */
+	struct smcrd_survivors survivors;
 	bool registered;                /* a process using smcr, not a passing smcrctl */
 	const struct smcr_stats *stats; /* its counters, mapped read-only; NULL: none */
 	int stats_fd;                   /* their memfd, to look for holes (stats_agg.h); or -1 */

@@ -12,12 +12,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <mntent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -160,19 +162,18 @@ static uint32_t prog_id(int fd)
 	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
 }
 
-/* Several sock_ops programs would each add the option and clear each other's flags. */
 /*
- * Two smcr programs on one socket would both write the option and one would
- * fail (research: the second store gets EEXIST, seen as "no room"): there
- * must be one smcrd per host, whatever directory its pid file is in.  Other
- * sock_ops programs are only worth a warning.
+ * The id of an smcr program among the sock_ops programs that the kernel
+ * lists for cgroup_fd with query_flags (BPF_F_QUERY_EFFECTIVE: those that
+ * run for it, its ancestors' included; 0: those attached right there); 0
+ * if none is.  *others counts the rest.  Programs are told apart by name:
+ * smcrd loads its own as "smcr_sockops", whoever built it.
  */
-static int check_other_programs(int cgroup_fd, const char *cgroup, char *err, size_t errlen)
+static uint32_t smcr_program_in(int cgroup_fd, uint32_t query_flags, uint32_t *others)
 {
-	uint32_t ids[64], count = 64, others = 0;
+	uint32_t ids[64], count = 64;
 
-	if (bpf_prog_query(cgroup_fd, BPF_CGROUP_SOCK_OPS, BPF_F_QUERY_EFFECTIVE, NULL, ids,
-			   &count))
+	if (bpf_prog_query(cgroup_fd, BPF_CGROUP_SOCK_OPS, query_flags, NULL, ids, &count))
 		return 0;
 	for (uint32_t i = 0; i < count && i < 64; i++) {
 		struct bpf_prog_info info = { 0 };
@@ -182,10 +183,60 @@ static int check_other_programs(int cgroup_fd, const char *cgroup, char *err, si
 		if (fd >= 0)
 			close(fd);
 		if (rc == 0 && strcmp(info.name, "smcr_sockops") == 0)
-			return fail(err, errlen, EEXIST, "another smcrd's program (id %u) already "
-				    "runs for %s: one smcrd per host", ids[i], cgroup);
-		others++;
+			return ids[i];
+		(*others)++;
 	}
+	return 0;
+}
+
+/*
+ * What the walk below the target found: the first smcr program, and where
+ * (nftw passes its callback no context; smcrd attaches once, at start).
+ */
+static struct {
+	uint32_t id;
+	char where[PATH_MAX];
+} below;
+
+static int look_below(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	uint32_t others = 0;
+	int fd;
+
+	(void)st;
+	if (type != FTW_D || ftw->level == 0)
+		return 0;               /* the target itself: the effective query saw it */
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;               /* gone since listed: nothing runs there */
+	below.id = smcr_program_in(fd, 0, &others);
+	close(fd);
+	if (below.id)
+		snprintf(below.where, sizeof(below.where), "%s", path);
+	return below.id != 0;   /* nonzero stops the walk */
+}
+
+/*
+ * Two smcr programs on one socket would both write the option and one would
+ * fail (research: the second store gets EEXIST, seen as "no room"): there
+ * must be one smcrd per host, whatever directory its pid file is in.  So
+ * none may run for cgroup (attached there or at an ancestor: the effective
+ * list), nor be attached anywhere below it, where a socket would run both.
+ * smcrds in sibling cgroups act on disjoint sockets, and may run side by
+ * side.  Other sock_ops programs are only worth a warning.
+ */
+static int check_other_programs(int cgroup_fd, const char *cgroup, char *err, size_t errlen)
+{
+	uint32_t others = 0, id = smcr_program_in(cgroup_fd, BPF_F_QUERY_EFFECTIVE, &others);
+
+	if (id)
+		return fail(err, errlen, EEXIST, "another smcrd's program (id %u) already "
+			    "runs for %s: one smcrd per host", id, cgroup);
+	below.id = 0;
+	if (nftw(cgroup, look_below, 16, FTW_PHYS | FTW_MOUNT) > 0)
+		return fail(err, errlen, EEXIST, "another smcrd's program (id %u) already "
+			    "runs for %s, below %s: one smcrd per host", below.id, below.where,
+			    cgroup);
 	if (others)
 		smcrd_log(LOG_WARNING, "%u other sock_ops program(s) also run for %s", others,
 			  cgroup);

@@ -19,7 +19,8 @@
  *   CAP_BPF (kernels before 5.8, or a bounding set without it).
  * - a registering process gets copies (dup) of map descriptors opened at
  *   start: no bpf() call.
- * - the control socket (accept, SO_PEERCRED, SCM_RIGHTS both ways), the
+ * - the control socket (accept, SO_PEERCRED, SO_PEERPIDFD or pidfd_open
+ *   of the pid it gives, poll of that pidfd, SCM_RIGHTS both ways), the
  *   sockets clients show (SO_COOKIE, SO_NETNS_COOKIE, names), their memfds
  *   (F_GET_SEALS, fstat, mmap): nothing.
  * - the broker's sock_diag query by cookie: nothing; the kernel tells any

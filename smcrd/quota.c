@@ -44,6 +44,23 @@ bool smcrd_quota_allows(const struct smcrd_client *clients, size_t n,
 	return true;
 }
 
+static uint64_t left(uint64_t held, uint64_t cap)
+{
+	return held < cap ? cap - held : 0;
+}
+
+uint64_t smcrd_quota_room(const struct smcrd_client *clients, size_t n,
+			  const struct smcrd_client *c, const struct smcrd_limits *l)
+{
+	uint64_t own, user;
+
+	if (c->uid == 0)
+		return UINT64_MAX;
+	own = left(c->granted, l->memory_per_process);
+	user = left(memory_of_user(clients, n, c->uid), l->memory_per_user);
+	return own < user ? own : user;
+}
+
 bool smcrd_quota_admits(const struct smcrd_client *clients, size_t n, uid_t uid,
 			const struct smcrd_limits *l, char *why, size_t size)
 {

@@ -36,6 +36,13 @@ bool smcrd_quota_allows(const struct smcrd_client *clients, size_t n,
 			const struct smcrd_client *c, uint64_t bytes, const struct smcrd_limits *l,
 			char *why, size_t size);
 
+/*
+ * The most c may hold more under its user's and its own quota (UINT64_MAX
+ * for root's).
+ */
+uint64_t smcrd_quota_room(const struct smcrd_client *clients, size_t n,
+			  const struct smcrd_client *c, const struct smcrd_limits *l);
+
 /* Whether smcrd may serve one more client of uid; if not, why in why. */
 bool smcrd_quota_admits(const struct smcrd_client *clients, size_t n, uid_t uid,
 			const struct smcrd_limits *l, char *why, size_t size);

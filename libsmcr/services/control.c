@@ -202,6 +202,9 @@ static void register_locked(void)
 	/* Without a region (no memfd) we register all the same: the counts stay ours. */
 	int stats_fd;
 	struct smcr_stats *stats = smcr_stats_region_new(&stats_fd);
+
+	if (stats)
+		smcr_stats_region_prepare(stats);
 	int rc = exchange_locked(&m, &stats_fd, stats ? 1 : 0, maps, 2);
 
 	if (stats)

@@ -77,6 +77,14 @@ static void move_conns(struct smcr_conn_table *to, const struct smcr_conn_table 
 	atomic_store(&to->peak, atomic_load(&from->peak));
 }
 
+void smcr_stats_region_prepare(struct smcr_stats *region)
+{
+	const struct smcr_stats *live = atomic_load(&smcr_stats_live);
+
+	if (live != &local)
+		move_conns(&region->conns, &live->conns);
+}
+
 void smcr_stats_region_use(struct smcr_stats *region)
 {
 	struct smcr_stats *old = atomic_exchange_explicit(&smcr_stats_live, region,

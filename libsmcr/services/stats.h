@@ -45,6 +45,15 @@ static inline struct smcr_stats *smcr_stats_now(void)
 struct smcr_stats *smcr_stats_region_new(int *fd);
 
 /*
+ * Before region goes to smcrd with REGISTER: if this process registered
+ * before (smcrd restarted, or cut us off), its connections are listed there
+ * already, so that smcrd charges the buffers of those on SMC to it again
+ * (smcrd/survivors.h); smcr_stats_region_use copies them again, as they are
+ * by then.  A first registration, a fork's child's included, lists none.
+ */
+void smcr_stats_region_prepare(struct smcr_stats *region);
+
+/*
  * smcrd accepted region: count there from now on (moves private counts and
  * the connection table in).
  */

@@ -57,6 +57,8 @@ struct smcr_sock {
 	struct smc_conn conn;
 	ino_t ino;                      /* the TCP socket's inode (0: unknown) */
 	unsigned long offer_call;       /* the smcr_sock_offer_all that last took it */
+	uint64_t staging_granted;       /* what smcrd granted for the view's staging buffer
+					   (smc_sock_view.c): as large as that is */
 	struct smcr_sock *prev, *next;  /* every connection of the process */
 };
 

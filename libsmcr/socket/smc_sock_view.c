@@ -90,13 +90,24 @@ static unsigned int rmb_class(const struct smcr_sock *sk)
 
 /*
  * A transport may register a staging buffer beside the RMB (RDMA: the side
- * its WRITEs go from), as large as our RMB unless the peer's is another
- * size: granted by smcrd against max_memory for as long as this process
- * holds the connection's view, as the offer's grant stands for the RMB.
+ * its WRITEs go from), as large as our RMB until the peer's is known, then
+ * as large as the peer's: granted by smcrd against max_memory for as long
+ * as this process holds the connection's view, as the offer's grant stands
+ * for the RMB, and always for as much as the buffer is.  Another size:
+ * more is asked for, or the rest given back.  0 or a negative errno (the
+ * grant unchanged).
  */
-static uint64_t staging_bytes(const struct smcr_sock *sk)
+static int grant_staging(struct smcr_sock *sk, uint64_t bytes)
 {
-	return sk->conn.rmb_size;
+	int rc = 0;
+
+	if (bytes > sk->staging_granted)
+		rc = smcr_control_grant(bytes - sk->staging_granted);
+	else if (bytes < sk->staging_granted)
+		smcr_control_release(sk->staging_granted - bytes);
+	if (!rc)
+		sk->staging_granted = bytes;
+	return rc;
 }
 
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -401,7 +412,7 @@ static enum smcr_reason move_to(struct smcr_sock *sk, const struct smc_transport
 	if (size_class > SMC_RMB_MAX_CLASS_R)
 		size_class = SMC_RMB_MAX_CLASS_R;
 	rc = t->create_rmb(&sk->conn, size_class, -1, SMCR_NO_WAKE_CHANNEL);
-	if (!rc && t->setup.staging && (rc = smcr_control_grant(staging_bytes(sk))) != 0)
+	if (!rc && t->setup.staging && (rc = grant_staging(sk, sk->conn.rmb_size)) != 0)
 		t->release(&sk->conn);	/* nothing granted to give back */
 	if (!rc && peer && t->setup.join_peer)
 		rc = t->setup.join_peer(&sk->conn, peer, &sk->first_contact);
@@ -445,6 +456,8 @@ static enum smcr_reason setup_attach(void *ctx, const struct smc_clc_accept_conf
 		rc = t->setup.peer_fds(sk->conn.sock, peer, &fd, &wake_tx);
 	if (!rc)
 		rc = attach_peer(sk, peer, fd, wake_tx);
+	if (!rc && t->setup.staging)    /* it follows the peer's RMB now (smc_rdma.c) */
+		rc = grant_staging(sk, sk->conn.peer_rmb_size);
 	if (rc) {
 		smcr_log(SMCR_LOG_WARN, "fd %d: cannot use the peer's %s buffer: %s",
 			 sk->conn.sock, t->name, strerror(-rc));
@@ -490,11 +503,8 @@ static enum smcr_reason setup_reach(void *ctx)
 /* Lets go of this process's view of the transport, and of what it was granted. */
 static void release_view(struct smcr_sock *sk)
 {
-	uint64_t staging = sk->conn.ops->setup.staging ? staging_bytes(sk) : 0;
-
 	sk->conn.ops->release(&sk->conn);
-	if (staging)
-		smcr_control_release(staging);
+	grant_staging(sk, 0);
 }
 
 /* Gives our buffer back: the connection stays on TCP, or is over. */

@@ -5,7 +5,12 @@
 # (their pids) and both wait until the parent is killed; the child ends at
 # the end of its stream.  With NAME (a Python bytes literal, such as
 # 'b"\x1b[2J"'), both first rename themselves to it (prctl PR_SET_NAME: what
-# /proc/PID/comm and so smcrd see).  For the tests that need registered
+# /proc/PID/comm and so smcrd see).  With SMCR_TEST_AGAIN_PORT in the
+# environment, the parent listens on that port of ADDR too (a port outside
+# smcrd's port_range_list: plain TCP), and SIGUSR1 makes either process
+# connect there twice and print "again PID": libsmcr learns at the first
+# connection that smcrd went, and registers with the one that started
+# since at the second.  For the tests that need registered
 # processes holding connections (lib.sh's $PY runs it, preloaded).
 import ast
 import ctypes
@@ -21,7 +26,19 @@ if len(sys.argv) > 3:
     name = ast.literal_eval(sys.argv[3])
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0):
         sys.exit(f"prctl: {os.strerror(ctypes.get_errno())}")
+
+
+def again(signum, frame):
+    for _ in range(2):
+        socket.create_connection((addr, again_port)).close()
+    print("again", os.getpid(), flush=True)
+
+
 listener = socket.create_server((addr, port))
+if "SMCR_TEST_AGAIN_PORT" in os.environ:
+    again_port = int(os.environ["SMCR_TEST_AGAIN_PORT"])
+    again_listener = socket.create_server((addr, again_port))
+    signal.signal(signal.SIGUSR1, again)
 child = os.fork()
 if child == 0:
     listener.close()
@@ -36,4 +53,5 @@ while not got.endswith(b"\n"):
     got += s.recv(4096)
 s.sendall(b"hello\n")
 print("held", os.getpid(), child, flush=True)
-signal.pause()
+while True:                     # SIGUSR1 handled: wait on
+    signal.pause()

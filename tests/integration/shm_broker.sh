@@ -113,9 +113,9 @@ if wait_for "$out" "^offerer "; then
 	else
 		fail "status: $(status)"
 	fi
-	# The offerer's control connection and statistics region (kept: stats_agg.h),
-	# its memfd, its channel's two ends and its state.
-	expect_eq "smcrd's descriptors with one buffer waiting" "$(fds $((base + 6)))" $((base + 6))
+	# The offerer's control connection, its pidfd (smcrd/pidfd.h) and statistics
+	# region (kept: stats_agg.h), its memfd, its channel's two ends and its state.
+	expect_eq "smcrd's descriptors with one buffer waiting" "$(fds $((base + 7)))" $((base + 7))
 	kill -9 "$offerer"
 	until_true buffers_are "0 offered, 0 attached" && until_true memory_is 0.0 &&
 		pass "SIGKILL: the offer gone, its grant returned" || fail "status: $(status)"

@@ -19,6 +19,14 @@
  *   control_hog malformed N
  *       N connections one after the other, each sending one request of
  *       the wrong length.  Prints "hung up on: H of N", "done".
+ *   control_hog passed
+ *       A child connects, hands the connection to its parent (SCM_RIGHTS)
+ *       and exits; the parent reaps it and prints "connected PID" (the
+ *       child's), then waits for a line on stdin (its pid reused, maybe)
+ *       and sends REGISTER on the connection.  Prints "register: RESULT",
+ *       "done"; then holds it.
+ *   control_hog at PID PROG ARGS...  (root)
+ *       Runs PROG as process PID (clone3 with set_tid), and waits for it.
  *
  * The socket is $SMCR_RUNDIR/smcrd.sock.  A negative RESULT is an errno.
  */
@@ -28,9 +36,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "control_proto.h"
@@ -148,6 +161,60 @@ static void malformed(int n)
 	printf("hung up on: %d of %d\n", hung_up, n);
 }
 
+/* The child's control connection, used by the parent once the child has gone. */
+static void passed(void)
+{
+	int pair[2], fd = -1;
+	union smcr_control_cmsg room;
+	char byte = 0, line[16];
+	struct iovec iov = { &byte, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct smcr_control_msg m;
+	pid_t child;
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) || (child = fork()) < 0) {
+		perror("passed");
+		exit(1);
+	}
+	if (child == 0) {
+		int ctl = connect_smcrd();
+		smcr_control_attach_fds(&mh, &room, &ctl, 1);
+		_exit(sendmsg(pair[1], &mh, 0) == 1 ? 0 : 1);
+	}
+	mh.msg_control = room.buf;
+	mh.msg_controllen = sizeof(room.buf);
+	if (recvmsg(pair[0], &mh, 0) != 1 || smcr_control_take_fds(&mh, &fd, 1, close) != 1 ||
+	    waitpid(child, NULL, 0) != child) {
+		fprintf(stderr, "passed: no connection from the child\n");
+		exit(1);
+	}
+	printf("connected %d\n", (int)child);
+	if (!fgets(line, sizeof(line), stdin))
+		exit(1);
+	printf("register: %d\n", ask(fd, SMCR_CONTROL_REGISTER, 0, -1, &m));
+}
+
+/* PROG as process pid: how the test reuses a pid at will. */
+static int run_at(pid_t pid, char **prog)
+{
+	struct clone_args args = { .exit_signal = SIGCHLD, .set_tid = (uintptr_t)&pid,
+				   .set_tid_size = 1 };
+	pid_t child = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+	int status;
+
+	if (child == 0) {
+		execvp(prog[0], prog);
+		_exit(127);
+	}
+	if (child < 0) {
+		perror("clone3 with set_tid");
+		return 1;
+	}
+	printf("running %d\n", (int)child);
+	waitpid(child, &status, 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -155,13 +222,17 @@ int main(int argc, char **argv)
 		grant(atoi(argv[2]), strtoull(argv[3], NULL, 0), strtoull(argv[4], NULL, 0));
 	} else if (argc == 4 && strcmp(argv[1], "register") == 0) {
 		hog_register(atoi(argv[2]), strcmp(argv[3], "punched") == 0);
+	} else if (argc == 2 && strcmp(argv[1], "passed") == 0) {
+		passed();
+	} else if (argc >= 4 && strcmp(argv[1], "at") == 0) {
+		return run_at((pid_t)atoi(argv[2]), argv + 3);
 	} else if (argc == 3 && strcmp(argv[1], "malformed") == 0) {
 		malformed(atoi(argv[2]));
 		printf("done\n");
 		return 0;
 	} else {
 		fprintf(stderr, "usage: control_hog grant CONNS FIRST CHUNK | register CONNS "
-			"sparse|punched | malformed N\n");
+			"sparse|punched | malformed N | passed | at PID PROG ARGS...\n");
 		return 2;
 	}
 	printf("done\n");

@@ -2,7 +2,8 @@
  * Unit tests of smcrd's per-user and per-process limits (smcrd/quota.c):
  * a process's and a user's share of max_memory, counted over every client
  * of that uid and no other; requests that would overflow the sum; root
- * exempt from both; the processes a user may have.
+ * exempt from both; the room left under them; the processes a user may
+ * have.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,6 +40,20 @@ static void memory(void **state)
 	assert_true(smcrd_quota_allows(c, 4, &c[3], 900, &limits, NULL, 0));
 }
 
+static void room(void **state)
+{
+	struct smcrd_client c[] = {
+		{ .uid = 1000, .granted = 300 }, { .uid = 1000, .granted = 100 },
+		{ .uid = 1001, .granted = 350 }, { .uid = 0, .granted = 5000 },
+	};
+
+	(void)state;
+	assert_int_equal(smcrd_quota_room(c, 4, &c[0], &limits), 0);      /* its own share */
+	assert_int_equal(smcrd_quota_room(c, 4, &c[1], &limits), 100);    /* its user's */
+	assert_int_equal(smcrd_quota_room(c, 4, &c[2], &limits), 0);      /* held beyond it */
+	assert_int_equal(smcrd_quota_room(c, 4, &c[3], &limits), UINT64_MAX);
+}
+
 static void processes(void **state)
 {
 	const struct smcrd_client c[] = { { .uid = 1000 }, { .uid = 1000 }, { .uid = 0 },
@@ -57,6 +72,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(memory),
+		cmocka_unit_test(room),
 		cmocka_unit_test(processes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

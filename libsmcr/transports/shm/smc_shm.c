@@ -89,6 +89,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "conn_record.h"
 #include "log.h"
 #include "real.h"
 #include "shm_broker_client.h"
@@ -99,7 +100,7 @@
 
 #define SHM_MAGIC	0x534d435253484d31ull	/* "SMCRSHM1" */
 #define SHM_LINE	128			/* a cache line pair */
-#define SHM_CTL_SIZE	4096u			/* the ring starts on the next page */
+#define SHM_CTL_SIZE	SMCR_SHM_CTL_BYTES	/* the ring starts on the next page */
 #define MBOX_WORDS	((SMC_CDC_MSG_LEN + 7) / 8)
 
 struct shm_mbox {
