@@ -29,11 +29,18 @@
 # the table, and writes both, with every run's figures, to
 # BUILD_DIR/bench-compare.txt.  Ports 17500-17509.  SMCR_BENCH_SET="key=value
 # ..." adds smcrctl settings (e.g. rmb_size=1024 sndbuf_size=1024);
-# SMCR_BENCH_ONLY="sockperf redis" runs only those groups.  Under `taskset -c 0` both sides
-# share one CPU (the case where spinning must give way).
+# SMCR_BENCH_ONLY="sockperf redis" runs only those groups.
+# SMCR_BENCH_MODE chooses where the programs run, and the table says which:
+#   separate    (default) as the scheduler places them;
+#   shared-cpu  every process pinned to CPU 0 (taskset): both sides share one
+#               CPU, the case where spinning must give way;
+#   busy-host   a CPU hog (a shell loop) on every CPU while everything runs,
+#               TCP and smcr alike.
 # A benchmark, not a test (CI never runs it).  Needs root (smcrd loads a BPF
-# program) and no other smcrd on the host (each attaches its program to
-# every socket).  About 90 s per run on a 2-core machine.
+# program) and no other smcrd acting on its connections: with
+# SMCR_TEST_CGROUP (a cgroup v2 directory) it runs there, and smcrd attaches
+# its program there, beside smcrds of other cgroups; without, at the root
+# cgroup, alone on the host.  About 90 s per run on a 2-core machine.
 set -u -o pipefail
 usage="usage: $0 BUILD_DIR [RUNS]"
 [ $# -ge 1 ] && [ $# -le 2 ] || { echo "$usage" >&2; exit 2; }
@@ -78,8 +85,23 @@ if [ ${#missing[@]} -gt 0 ]; then
 	echo "(Debian: apt-get install sockperf iperf3 redis-server redis-tools nginx-light wrk)" >&2
 fi
 [ ${#groups_run[@]} -gt 0 ] || die "nothing to run"
-others=$(pgrep -x smcrd | tr '\n' ' ')
-[ -z "$others" ] || die "another smcrd is running (pid ${others% }): only one may run on a host; stop it first"
+mode=${SMCR_BENCH_MODE:-separate}
+case $mode in
+separate | busy-host) ;;
+shared-cpu)
+	command -v taskset > /dev/null || die "taskset is missing (util-linux)"
+	[ -n "${SMCR_BENCH_PINNED:-}" ] ||
+		SMCR_BENCH_PINNED=1 exec taskset -c 0 "$0" "$@" ;;
+*) die "SMCR_BENCH_MODE=$mode: expected separate, shared-cpu or busy-host" ;;
+esac
+smcrd_args=()
+if [ -n "${SMCR_TEST_CGROUP:-}" ]; then
+	echo $$ > "$SMCR_TEST_CGROUP/cgroup.procs" || die "cannot run in cgroup $SMCR_TEST_CGROUP"
+	smcrd_args=(-C "$SMCR_TEST_CGROUP")
+else
+	others=$(pgrep -x smcrd | tr '\n' ' ')
+	[ -z "$others" ] || die "another smcrd is running (pid ${others% }): only one may run at the root cgroup; stop it, or give SMCR_TEST_CGROUP"
+fi
 
 # -- processes we start, and their end -----------------------------------------
 work=$(mktemp -d /tmp/smcr-compare.XXXXXX)
@@ -342,7 +364,7 @@ cp "$src/conf/smcr.conf" "$conf" 2> /dev/null || : > "$conf"
 # shellcheck disable=SC2086
 "$build/bin/smcrctl" -c "$conf" set enabled=1 "ip_addr_list=127.0.0.1 ::1" port_range_list=$PORTS \
 	max_memory=4096 ${SMCR_BENCH_SET:-} > /dev/null || die "smcrctl set refused the configuration"
-setsid "$build/bin/smcrd" -f -c "$conf" < /dev/null 2> "$work/smcrd.err" &
+setsid "$build/bin/smcrd" "${smcrd_args[@]}" -f -c "$conf" < /dev/null 2> "$work/smcrd.err" &
 daemon=$!
 for _ in $(seq 50); do
 	"$build/bin/smcrctl" status > /dev/null 2>&1 && break
@@ -354,7 +376,13 @@ done
 commit=$(git -C "$src" rev-parse --short HEAD 2> /dev/null)
 [ -n "$commit" ] && [ -n "$(git -C "$src" status --porcelain --untracked-files=no 2> /dev/null)" ] && commit+=" (modified)"
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+case $mode in
+separate) placed="each process where the scheduler puts it" ;;
+shared-cpu) placed="every process pinned to CPU 0" ;;
+busy-host) placed="a CPU hog on each of the $(nproc) CPUs throughout" ;;
+esac
 header="smcr against plain TCP on loopback: median of $runs run(s), TCP and smcr alternated
+mode $mode: $placed
 $(date '+%F %T'), $(uname -sr), $(nproc) CPU(s) ${cpu:+($cpu)}, commit ${commit:-?}
 smcr = client and server under LD_PRELOAD=$lib, private smcrd:
        $(sed -nE 's/^(enabled|ip_addr_list|port_range_list|max_memory|rmb_size|sndbuf_size|shm) *= */\1=/p' "$conf" | tr '\n' ' ')"
@@ -362,6 +390,12 @@ echo "$header"
 echo
 
 # -- the runs ------------------------------------------------------------------------
+if [ "$mode" = busy-host ]; then
+	for _ in $(seq "$(nproc)"); do
+		setsid sh -c 'while :; do :; done' < /dev/null > /dev/null 2>&1 &
+		live+=($!)
+	done
+fi
 start=$SECONDS
 for run in $(seq "$runs"); do
 	if [ $((run % 2)) = 1 ]; then order="plain smcr"; else order="smcr plain"; fi
