@@ -425,7 +425,10 @@ int smc_rdma_link_get(const struct sockaddr *local, const struct sockaddr *peer,
 	smc_rdma.connecting = &self;
 	pthread_mutex_unlock(&smc_rdma.lock);
 	*fresh = true;
-	rc = link_connect(local, peer, instance, timeout_ms, out);
+	/* iWARP: the source port rdma_cm picks may be a TCP socket's, as in listen_id */
+	for (int tries = 0; tries < 5; tries++)
+		if ((rc = link_connect(local, peer, instance, timeout_ms, out)) != -EADDRINUSE)
+			break;
 	pthread_mutex_lock(&smc_rdma.lock);
 	for (pp = &smc_rdma.connecting; *pp != &self; pp = &(*pp)->next)
 		;
