@@ -806,11 +806,27 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 	return n;
 }
 
+/* Whether an SMC member of ep (under its lock) moved past its since (a spin's turn). */
+static bool members_moved(void *arg)
+{
+	struct smcr_epoll *ep = arg;
+
+	for (int i = 0; i < ep->count; i++) {
+		struct member *m = ep->members[i];
+
+		if (m->regime != REG_SMC || m->disabled)
+			continue;
+		smcr_sock_collect(smcr_fd_sock(m->fd));
+		if (smcr_sock_events(smcr_fd_sock(m->fd)) != m->since)
+			return true;
+	}
+	return false;
+}
+
 /* Under ep->lock: spins while spinning pays; true if an SMC member had news. */
 static bool spin(struct smcr_epoll *ep)
 {
 	struct smcr_spin_how how = { 0 };
-	uint64_t budget, end;
 
 	for (int i = 0; i < ep->count; i++) {
 		struct member *m = ep->members[i];
@@ -819,25 +835,7 @@ static bool spin(struct smcr_epoll *ep)
 			smcr_spin_join(&how, smcr_sock_spin_how(smcr_fd_sock(m->fd)));
 		}
 	}
-	budget = smcr_spin_budget(&ep->spin, how);
-	if (!budget)
-		return false;
-	end = smc_clock_ns() + budget;
-	do {
-		for (int i = 0; i < ep->count; i++) {
-			struct member *m = ep->members[i];
-			if (m->regime != REG_SMC || m->disabled)
-				continue;
-			smcr_sock_collect(smcr_fd_sock(m->fd));
-			if (smcr_sock_events(smcr_fd_sock(m->fd)) != m->since) {
-				smcr_spin_done(&ep->spin, how, true);
-				return true;
-			}
-		}
-		smcr_cpu_relax();
-	} while (smc_clock_ns() < end);
-	smcr_spin_done(&ep->spin, how, false);
-	return false;
+	return smcr_spin_for(&ep->spin, how, members_moved, ep);
 }
 
 /* Under ep->lock: arms every SMC member; false if one is ready after all. */

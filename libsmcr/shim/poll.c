@@ -192,12 +192,33 @@ static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t 
 	return ready;
 }
 
+struct poll_watch {
+	struct pollfd *fds;
+	nfds_t nfds;
+	const uint32_t *since;
+};
+
+/* Whether an SMC connection among w's fds moved past its since (a spin's turn). */
+static bool poll_moved(void *arg)
+{
+	const struct poll_watch *w = arg;
+
+	for (nfds_t i = 0; i < w->nfds; i++) {
+		if (w->fds[i].fd < 0 || watch_of(w->fds[i].fd) != W_SMC)
+			continue;
+		smcr_sock_collect(smcr_fd_sock(w->fds[i].fd));
+		if (smcr_sock_events(smcr_fd_sock(w->fds[i].fd)) != w->since[i])
+			return true;
+	}
+	return false;
+}
+
 /* Spins, then arms, the SMC connections among fds: false if one moved meanwhile. */
 static bool poll_prepare_sleep(struct pollfd *fds, nfds_t nfds, uint32_t *since)
 {
 	static __thread struct smcr_spin spinning;
 	struct smcr_spin_how how = { 0 };
-	uint64_t budget, end;
+	struct poll_watch w = { .fds = fds, .nfds = nfds, .since = since };
 
 	for (nfds_t i = 0; i < nfds; i++) {
 		if (fds[i].fd >= 0 && watch_of(fds[i].fd) == W_SMC) {
@@ -205,23 +226,8 @@ static bool poll_prepare_sleep(struct pollfd *fds, nfds_t nfds, uint32_t *since)
 			smcr_spin_join(&how, smcr_sock_spin_how(smcr_fd_sock(fds[i].fd)));
 		}
 	}
-	budget = smcr_spin_budget(&spinning, how);
-	if (budget) {
-		end = smc_clock_ns() + budget;
-		do {
-			for (nfds_t i = 0; i < nfds; i++) {
-				if (fds[i].fd < 0 || watch_of(fds[i].fd) != W_SMC)
-					continue;
-				smcr_sock_collect(smcr_fd_sock(fds[i].fd));
-				if (smcr_sock_events(smcr_fd_sock(fds[i].fd)) != since[i]) {
-					smcr_spin_done(&spinning, how, true);
-					return false;
-				}
-			}
-			smcr_cpu_relax();
-		} while (smc_clock_ns() < end);
-		smcr_spin_done(&spinning, how, false);
-	}
+	if (smcr_spin_for(&spinning, how, poll_moved, &w))
+		return false;
 	for (nfds_t i = 0; i < nfds; i++) {
 		/* smcr_epoll_nested_ready() arms an instance's connections */
 		if (fds[i].fd >= 0 && watch_of(fds[i].fd) == W_NESTED &&

@@ -444,7 +444,7 @@ void smcr_sock_collect(struct smcr_sock *sk)
 
 struct smcr_spin_how smcr_sock_spin_how(struct smcr_sock *sk)
 {
-	return sk->conn.ops->spin_how();
+	return sk->conn.ops->spin_how(&sk->conn);
 }
 
 bool smcr_sock_arm(struct smcr_sock *sk, uint32_t since, bool signalled)

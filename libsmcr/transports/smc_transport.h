@@ -195,8 +195,11 @@ struct smc_transport_ops {
 	 */
 	void (*collect)(struct smc_conn *conn);
 
-	/* How a wait spins before it sleeps (spin.h): wait's spin, and poll's. */
-	struct smcr_spin_how (*spin_how)(void);
+	/*
+	 * How a wait on conn may spin before it sleeps (spin.h): wait's spin,
+	 * and poll's.  Called as a wait begins.
+	 */
+	struct smcr_spin_how (*spin_how)(struct smc_conn *conn);
 
 	/*
 	 * Waits, with the connection lock released, until events() moves from since:

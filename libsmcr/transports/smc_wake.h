@@ -58,29 +58,31 @@ static inline int smc_wait_slice(int timeout_ms, struct timespec *ts)
 	return slice;
 }
 
+struct smc_spin_watch {
+	struct smc_conn *conn;
+	uint32_t since;
+};
+
+/* Whether the watched connection's events() moved, once its transport collected. */
+static inline bool smc_spin_moved(void *arg)
+{
+	struct smc_spin_watch *w = arg;
+
+	if (w->conn->ops->collect)
+		w->conn->ops->collect(w->conn);
+	return w->conn->ops->events(w->conn) != w->since;
+}
+
 /*
- * Spins as conn's transport does (while spinning pays: spin.h, whose
- * record is s) until conn's events() moves past since; the transport's
- * collect, if any, runs at every turn.  True if it moved.
+ * Spins as conn's transport allows (spin.h, whose record is s) until
+ * conn's events() moves past since; the transport's collect, if any, runs
+ * at every turn.  True if it moved.
  */
 static inline bool smc_spin(struct smc_conn *conn, struct smcr_spin *s, uint32_t since)
 {
-	struct smcr_spin_how how = conn->ops->spin_how();
-	uint64_t budget = smcr_spin_budget(s, how);
+	struct smc_spin_watch w = { .conn = conn, .since = since };
 
-	if (!budget)
-		return false;
-	for (uint64_t end = smc_clock_ns() + budget; conn->ops->events(conn) == since;) {
-		if (smc_clock_ns() >= end) {
-			smcr_spin_done(s, how, false);
-			return false;
-		}
-		if (conn->ops->collect)
-			conn->ops->collect(conn);
-		smcr_cpu_relax();
-	}
-	smcr_spin_done(s, how, true);
-	return true;
+	return smcr_spin_for(s, conn->ops->spin_how(conn), smc_spin_moved, &w);
 }
 
 /* The TCP connection under conn ended: its peer is gone, or going. */

@@ -7,6 +7,7 @@
  *   line 0  header: magic, RMB size        written once by the owner
  *   line 1  CDC mailbox                    written by the peer
  *   line 2  waiting, armed: "wake me"      set by the owner, cleared by a waker
+ *           cpu: where the owner last ran   written by the owner (spin.h)
  *   page 1  the RMB ring                   written by the peer, read by the owner
  *
  * The lines are apart so that the peer's mailbox stores and the owner's
@@ -116,6 +117,8 @@ struct shm_ctl {
 	alignas(SHM_LINE) struct shm_mbox mbox;
 	alignas(SHM_LINE) _Atomic uint32_t waiting;	/* 1: FUTEX_WAKE it */
 	_Atomic uint32_t armed;				/* 1: send on our channel */
+	_Atomic uint32_t cpu;				/* smcr_spin_cpu_tag() as we last
+							   sent or waited */
 };
 
 _Static_assert(sizeof(struct shm_ctl) <= SHM_CTL_SIZE, "control area outgrew its page");
@@ -146,6 +149,18 @@ static void wake_side(struct shm_ctl *ctl, int tx)
 		smc_futex(&ctl->waiting, FUTEX_WAKE, INT_MAX, NULL);
 	if (smc_wake_claim(&ctl->armed))
 		smcr_sys_wake_send(tx);
+}
+
+/*
+ * Tells the peer where we run (as we send, and as we wait), for its waits'
+ * spin: a store only when we moved, so that the line stays shared.
+ */
+static void publish_cpu(struct shm *shm)
+{
+	uint32_t tag = smcr_spin_cpu_tag();
+
+	if (atomic_load_explicit(&shm->ctl->cpu, memory_order_relaxed) != tag)
+		atomic_store_explicit(&shm->ctl->cpu, tag, memory_order_relaxed);
 }
 
 /* Maps size bytes of fd, which must hold them. */
@@ -302,6 +317,7 @@ static int shm_send_cdc(struct smc_conn *conn, const uint8_t msg[SMC_CDC_MSG_LEN
 	for (unsigned int i = 0; i < MBOX_WORDS; i++)
 		atomic_store_explicit(&mbox->msg[i], words[i], memory_order_relaxed);
 	atomic_store_explicit(&mbox->seq, seq + 2, memory_order_release);
+	publish_cpu(shm);
 	wake_side(shm->peer_ctl, smcr_sys_kept(&shm->peer_wake_tx));
 	return 0;
 }
@@ -393,10 +409,18 @@ static struct smcr_wake_channel shm_wake_channel(struct smc_conn *conn)
 					   .tx = smcr_sys_kept(&shm->wake_tx) };
 }
 
-/* The peer's answer needs a CPU of this host: spin.h's pauses apply. */
-static struct smcr_spin_how shm_spin_how(void)
+/*
+ * The peer's answer needs a CPU of this host: no spin if it last ran on
+ * ours (a hostile peer's word changes only whether we spin).
+ */
+static struct smcr_spin_how shm_spin_how(struct smc_conn *conn)
 {
-	return SMCR_SPIN_DEFAULT;
+	struct shm *shm = conn->priv;
+
+	publish_cpu(shm);
+	return smcr_spin_unless_here(SMCR_SPIN_DEFAULT, shm->peer_ctl ?
+				     atomic_load_explicit(&shm->peer_ctl->cpu,
+							  memory_order_relaxed) : 0);
 }
 
 static int shm_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
