@@ -22,6 +22,7 @@
 	X(PEERCLOSED, 0x03000300u, "peer closed the connection during the CLC exchange") \
 	X(CONFINED, 0x03000400u, "the process cannot take smcrd's buffers (limits, sandbox)") \
 	X(NOPROPOSAL, 0x03000500u, "no CLC Proposal from the client before the server wrote") \
+	X(SMCRDFULL, 0x03000600u, "smcrd holds as many buffers as its open-file limit allows") \
 	X(PEERNOSMC, 0x03010000u, "peer did not signal SMC in the TCP handshake")   \
 	X(IPSEC, 0x03020000u, "IPsec in use")                                       \
 	X(NOSMCDEV, 0x03030000u, "no usable SMC device or transport")               \

@@ -18,7 +18,7 @@
 #include "reason.h"
 
 /* Bumped whenever struct smcr_stats changes: smcrd refuses other layouts. */
-#define SMCR_STATS_LAYOUT 7
+#define SMCR_STATS_LAYOUT 8
 
 /* The scalar counters, each only ever growing; transport[], fallbacks[] and rdma follow. */
 #define SMCR_STATS_COUNTERS(X)                                                      \

@@ -223,7 +223,9 @@ static enum smcr_reason offer(struct smcr_sock *sk, int fd, int state_fd)
 	REAL(close)(memfd);
 	if (rc) {
 		sk->conn.ops->release(&sk->conn);
-		return rc == -ENOMEM ? SMCR_REASON_MEM : SMCR_REASON_NOSMCDEV;
+		/* EMFILE: smcrd's descriptors for offers are all taken (shm_broker.c) */
+		return rc == -ENOMEM ? SMCR_REASON_MEM : rc == -EMFILE ? SMCR_REASON_SMCRDFULL :
+		       SMCR_REASON_NOSMCDEV;
 	}
 	sk->sh->offered = true;
 	sk->conn.st->token = (uint32_t)sk->sh->token;

@@ -50,6 +50,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "filter.h"
+
 #define SMCR_SPIN_NS		20000u		/* the shortest spin, and the usual longest */
 #define SMCR_SPIN_GIVE_UP	4
 #define SMCR_SPIN_PAUSE		64
@@ -110,9 +112,17 @@ void smcr_spin_learn_runnable(int runnable);
 /* The runnable tasks in /proc/loadavg's text ("0.52 0.88 1.20 3/90 21228"); -1: none. */
 int smcr_spin_parse_runnable(const char *text);
 
-/* The CPU the caller runs on, as a side publishes it for its peer: CPU + 1, 0 unknown. */
+/*
+ * The CPU the caller runs on, as a side publishes it for its peer: CPU + 1,
+ * 0 unknown.  On x86 sched_getcpu() is never a system call (rseq, else the
+ * vDSO); elsewhere it may be, which a sandbox may forbid.
+ */
 static inline uint32_t smcr_spin_cpu_tag(void)
 {
+#if !defined(__x86_64__) && !defined(__i386__)
+	if (smcr_filter_any())
+		return 0;
+#endif
 	int cpu = sched_getcpu();
 
 	return cpu < 0 ? 0 : (uint32_t)cpu + 1;
