@@ -10,8 +10,11 @@
 # smcrd's port_range_list: plain TCP), and SIGUSR1 makes either process
 # connect there twice and print "again PID": libsmcr learns at the first
 # connection that smcrd went, and registers with the one that started
-# since at the second.  For the tests that need registered
-# processes holding connections (lib.sh's $PY runs it, preloaded).
+# since at the second.  With SMCR_TEST_RCVBUF="LISTENER CLIENT" (bytes), the
+# listener's SO_RCVBUF is set to LISTENER before it listens and the child's
+# socket's to CLIENT before it connects (0: left alone), as an application
+# asks for buffer sizes.  For the tests that need registered processes
+# holding connections (lib.sh's $PY runs it, preloaded).
 import ast
 import ctypes
 import os
@@ -28,13 +31,27 @@ if len(sys.argv) > 3:
         sys.exit(f"prctl: {os.strerror(ctypes.get_errno())}")
 
 
+rcvbuf = [int(n) for n in os.environ.get("SMCR_TEST_RCVBUF", "0 0").split()]
+
+
+def tcp_socket(size):
+    """A TCP socket for addr, with SO_RCVBUF set to size unless 0."""
+    s = socket.socket(socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM)[0][0])
+    if size:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
+    return s
+
+
 def again(signum, frame):
     for _ in range(2):
         socket.create_connection((addr, again_port)).close()
     print("again", os.getpid(), flush=True)
 
 
-listener = socket.create_server((addr, port))
+listener = tcp_socket(rcvbuf[0])
+listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+listener.bind((addr, port))
+listener.listen()
 if "SMCR_TEST_AGAIN_PORT" in os.environ:
     again_port = int(os.environ["SMCR_TEST_AGAIN_PORT"])
     again_listener = socket.create_server((addr, again_port))
@@ -42,7 +59,8 @@ if "SMCR_TEST_AGAIN_PORT" in os.environ:
 child = os.fork()
 if child == 0:
     listener.close()
-    c = socket.create_connection((addr, port))
+    c = tcp_socket(rcvbuf[1])
+    c.connect((addr, port))
     c.sendall(b"hello\n")
     while c.recv(4096):         # the parent's line, then the end when it dies
         pass
