@@ -1,6 +1,6 @@
 /*
  * preload_vfork.c - vfork and __vfork (Python's subprocess): the C half of
- * the stubs in vfork_x86_64.S.  A vfork child runs in its parent's memory
+ * the stubs in vfork_x86_64.S and vfork_aarch64.S.  A vfork child runs in its parent's memory
  * until it execs, and its exec hands the new image holds on the
  * connections it keeps (smcr_sock_exec_prepare), but it must not ask
  * smcrd anything: its requests would go on its parent's socket.  So a

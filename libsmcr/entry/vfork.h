@@ -1,5 +1,5 @@
 /*
- * vfork.h - what the vfork stubs (vfork_x86_64.S) call in the parent
+ * vfork.h - what the vfork stubs (vfork_*.S) call in the parent
  * before the clone (preload_vfork.c).
  */
 #ifndef SMCR_VFORK_H

@@ -8,8 +8,9 @@
  * library's vfork makes it (it keeps that address in a register across
  * the system call).  vfork takes no arguments and the caller keeps no
  * value in a register the C function may change, so no other register
- * needs keeping.  Other architectures have no stub: there vfork is the C
- * library's, unchanged (docs/ARCHITECTURE.md, "vfork").
+ * needs keeping.  AArch64's stub is vfork_aarch64.S; other architectures
+ * have none: there vfork is the C library's, unchanged
+ * (docs/ARCHITECTURE.md, "vfork").
  */
 #ifdef __CET__
 #include <cet.h>                /* _CET_ENDBR, and the note that marks IBT and SHSTK */
