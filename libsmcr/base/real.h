@@ -111,7 +111,11 @@
 	X(int, execle, (const char *, const char *, ...))                           \
 	X(int, fexecve, (int, char *const *, char *const *))                        \
 	X(int, execveat, (int, const char *, char *const *, char *const *, int))       \
-	/* a new process that starts with a new image (offers first) */            \
+	/* a process in this one's memory until it execs (entry/vfork_x86_64.S:   \
+	   a stub, not C, which offers first) */                                    \
+	X(pid_t, vfork, (void))                                                     \
+	X(pid_t, __vfork, (void))                                                   \
+	/* a new process that starts with a new image (preload_spawn.c) */         \
 	X(int, posix_spawn, (pid_t *, const char *, const posix_spawn_file_actions_t *, \
 			     const posix_spawnattr_t *, char *const *, char *const *))   \
 	X(int, posix_spawnp, (pid_t *, const char *, const posix_spawn_file_actions_t *, \

@@ -178,6 +178,17 @@ bool smcr_sys_borrowed_memory(void)
 	return getpid() != atomic_load(&memory_owner);
 }
 
+bool smcr_sys_survives_exec(int fd)
+{
+	const uint64_t args[6] = { (uint64_t)fd, F_GETFD };
+	int flags;
+
+	if (!smcr_filter_permits(SYS_fcntl, args))
+		return false;
+	flags = REAL(fcntl)(fd, F_GETFD);
+	return flags >= 0 && !(flags & FD_CLOEXEC);
+}
+
 void smcr_sys_close(int fd)
 {
 	int saved_errno = errno;

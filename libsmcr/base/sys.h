@@ -93,6 +93,12 @@ void smcr_sys_own_memory(void);
 bool smcr_sys_borrowed_memory(void);
 
 /*
+ * Whether descriptor fd stays open across an exec (not close-on-exec),
+ * asked only where the process's seccomp filter allows it: false if not.
+ */
+bool smcr_sys_survives_exec(int fd);
+
+/*
  * The application's close_range and closefrom: every descriptor in the
  * range but libsmcr's own.  As the C library's (close_range: 0 or -1 and
  * errno; closefrom: nothing).

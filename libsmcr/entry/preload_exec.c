@@ -14,14 +14,12 @@
  * call its own execve, which no preload sees, so each public form is
  * watched; each is made as the same execve or execvpe with the arguments
  * the C library would pass.  The raw system call is watched in
- * preload_clone.c.  posix_spawn (which system and popen use) makes a new
- * process, whose image adds holds of its own: it only needs a server's
- * buffer offered first (smcr_sock_offer_all), as fork does.
+ * preload_clone.c, posix_spawn in preload_spawn.c, vfork in
+ * preload_vfork.c.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
-#include <spawn.h>
 #include <stddef.h>
 #include <unistd.h>
 
@@ -168,18 +166,4 @@ int execveat(int dirfd, const char *path, char *const argv[], char *const envp[]
 {
 	return exec_watched(&(struct exec_call){ .how = EXEC_AT, .dirfd = dirfd, .flags = flags,
 						 .file = path, .argv = argv, .envp = envp });
-}
-
-int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
-		const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
-{
-	smcr_sock_offer_all();
-	return REAL(posix_spawn)(pid, path, actions, attr, argv, envp);
-}
-
-int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
-		 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
-{
-	smcr_sock_offer_all();
-	return REAL(posix_spawnp)(pid, file, actions, attr, argv, envp);
 }

@@ -110,6 +110,24 @@ void smcr_sock_exec_prepare(struct smcr_exec_handover *h);
 void smcr_sock_exec_failed(const struct smcr_exec_handover *h);
 
 /*
+ * posix_spawn is about to start a new image in a new process whose
+ * descriptors include those of this process that parent_fds lists, one
+ * entry per descriptor of the new image (numbers that are not connections
+ * are passed over).  Each connection's buffer is offered first, and each
+ * such descriptor counts as a hold in flight for the new image to take
+ * up (smcr_sock_adopt), on top of this process's holds: before, the new
+ * image added its holds only when it adopted the connection, so a parent
+ * that closed its copy as soon as posix_spawn returned ended the
+ * connection under it.  Fewer entries than the new image has descriptors
+ * is safe (an adoption that finds no hold in flight adds one), more would
+ * keep the connection open after its last close.  smcr_sock_spawn_done
+ * takes the holds back if the spawn failed.
+ */
+void smcr_sock_spawn_prepare(struct smcr_exec_handover *h, const int *parent_fds,
+			     unsigned int n);
+void smcr_sock_spawn_done(const struct smcr_exec_handover *h, bool spawned);
+
+/*
  * Drives the CLC exchange of fd as far as it goes without waiting, or
  * (may_wait, and fd blocking) to its end, however long the peer takes to
  * begin its next message, as a TCP call waits for data.  Returns the phase

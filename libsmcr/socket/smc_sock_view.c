@@ -812,18 +812,6 @@ void smcr_sock_passing(struct smcr_sock *sk, int count)
 	atomic_fetch_add(&sk->sh->in_flight, (unsigned int)count);
 }
 
-/* Whether fd stays open across an exec (asked only where a filter allows it). */
-static bool survives_exec(int fd)
-{
-	const uint64_t args[6] = { (uint64_t)fd, F_GETFD };
-	int flags;
-
-	if (!smcr_filter_permits(SYS_fcntl, args))
-		return false;
-	flags = REAL(fcntl)(fd, F_GETFD);
-	return flags >= 0 && !(flags & FD_CLOEXEC);
-}
-
 /* One more descriptor of sk goes to the new image. */
 static void hand_over(struct smcr_exec_handover *h, struct smcr_sock *sk)
 {
@@ -872,11 +860,22 @@ static void hand_over_borrowed(struct smcr_exec_handover *h)
 
 			at += d->d_reclen;
 			if (d->d_name[0] != '.' && fd != dir && (sk = sock_by_inode(fd)) &&
-			    survives_exec(fd))
+			    smcr_sys_survives_exec(fd))
 				hand_over(h, sk);
 		}
 	if (dir >= 0)
 		REAL(close)(dir);
+}
+
+/* Under all_lock: the holds in h are in flight, this image's own among them if h->own. */
+static void count_handed(const struct smcr_exec_handover *h)
+{
+	for (unsigned int i = 0; i < h->n; i++) {
+		struct smcr_sock *sk = h->to[i].sk;
+
+		atomic_fetch_add(&sk->sh->holders, h->to[i].holds - h->own);
+		atomic_fetch_add(&sk->sh->in_flight, h->to[i].holds);
+	}
 }
 
 void smcr_sock_exec_prepare(struct smcr_exec_handover *h)
@@ -891,14 +890,9 @@ void smcr_sock_exec_prepare(struct smcr_exec_handover *h)
 		hand_over_borrowed(h);
 	for (int fd = h->own ? smcr_fd_next_sock(0) : -1; fd >= 0;
 	     fd = smcr_fd_next_sock((unsigned int)fd + 1))
-		if (survives_exec(fd))
+		if (smcr_sys_survives_exec(fd))
 			hand_over(h, smcr_fd_sock(fd));
-	for (unsigned int i = 0; i < h->n; i++) {
-		struct smcr_sock *sk = h->to[i].sk;
-
-		atomic_fetch_add(&sk->sh->holders, h->to[i].holds - h->own);
-		atomic_fetch_add(&sk->sh->in_flight, h->to[i].holds);
-	}
+	count_handed(h);
 	pthread_mutex_unlock(&all_lock);
 }
 
@@ -912,6 +906,30 @@ void smcr_sock_exec_failed(const struct smcr_exec_handover *h)
 		atomic_fetch_sub(&sk->sh->holders, h->to[i].holds - h->own);
 	}
 	pthread_mutex_unlock(&all_lock);
+}
+
+void smcr_sock_spawn_prepare(struct smcr_exec_handover *h, const int *parent_fds,
+			     unsigned int n)
+{
+	h->own = false;
+	h->n = 0;
+	smcr_sock_offer_all();
+	pthread_mutex_lock(&all_lock);
+	for (unsigned int i = 0; i < n; i++)
+		if (smcr_fd_sock(parent_fds[i]))
+			hand_over(h, smcr_fd_sock(parent_fds[i]));
+	for (unsigned int i = 0; i < h->n; i++)
+		smcr_sock_get(h->to[i].sk);     /* another thread may close it meanwhile */
+	count_handed(h);
+	pthread_mutex_unlock(&all_lock);
+}
+
+void smcr_sock_spawn_done(const struct smcr_exec_handover *h, bool spawned)
+{
+	if (!spawned)
+		smcr_sock_exec_failed(h);
+	for (unsigned int i = 0; i < h->n; i++)
+		smcr_sock_put(h->to[i].sk, -1);
 }
 
 /*

@@ -657,6 +657,44 @@ static void row_raw_clone(void)
 	close(c);
 }
 
+/* The C library's other name for vfork, which it does not declare. */
+extern pid_t __vfork(void);
+
+/* A vfork child's exit status, as its parent's waitpid reports it (-1: none). */
+static int vfork_child_status(pid_t child)
+{
+	int status;
+
+	return child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) ?
+		       WEXITSTATUS(status) : -1;
+}
+
+/*
+ * vfork and __vfork (as Python's subprocess starts a program): a child in
+ * its parent's memory, holding the connections, that exits at once.  The
+ * parent's connection goes on.
+ */
+static void row_vfork(void)
+{
+	char buf[4] = { 0 };
+	int c, s;
+
+	puts("== vfork and __vfork, each child exiting at once");
+	pair(&c, &s);
+	pid_t child = vfork();
+	if (child == 0)
+		_exit(7);
+	CALL("vfork: the child's exit status", vfork_child_status(child));
+	child = __vfork();
+	if (child == 0)
+		_exit(8);
+	CALL("__vfork: the child's exit status", vfork_child_status(child));
+	CALL("then send", send(c, "vfrk", 4, 0));
+	CALL("and recv", recv(s, buf, 4, MSG_WAITALL));
+	printf("%-44s %.4s\n", "bytes", buf);
+	unpair(c, s);
+}
+
 /*
  * A child that confines itself as sandboxes do, then uses a connection:
  * RLIMIT_NOFILE 1 (below what an SMC wait watches) and RLIMIT_FSIZE 0 (a
@@ -988,6 +1026,7 @@ int main(int argc, char **argv)
 	row_nested(BY_PSELECT, "pselect", false);
 	row_raw_clone();
 	row_exec_fails();
+	row_vfork();
 	row_confined_child();
 	row_stdio();
 	row_dup2_over_high();
