@@ -73,7 +73,8 @@ bool smcr_fd_set(int fd, enum smcr_fd_state state)
 
 	if (!slot)
 		return false;
-	atomic_store_explicit(&slot->state, state, memory_order_relaxed);
+	/* release: whoever sees the state sees what was recorded before it (the connection) */
+	atomic_store_explicit(&slot->state, state, memory_order_release);
 	return true;
 }
 

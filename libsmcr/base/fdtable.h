@@ -23,6 +23,8 @@ enum smcr_fd_state {
 	SMCR_FD_TCP,            /* a TCP socket, neither connecting nor listening */
 	SMCR_FD_TCP_LISTENER,   /* listen() succeeded */
 	SMCR_FD_TCP_CONNECTING, /* non-blocking connect() in progress */
+	SMCR_FD_TCP_SETTLING,   /* connected: one thread records the outcome, the
+				   others wait for it (shim/handshake.h) */
 	SMCR_FD_TCP_CLIENT,     /* connected by connect() */
 	SMCR_FD_TCP_SERVER,     /* returned by accept() */
 };
@@ -53,6 +55,12 @@ void smcr_fd_refs_register(const struct smcr_fd_refs *refs);
 static inline bool smcr_fd_state_is_tcp(enum smcr_fd_state state)
 {
 	return state >= SMCR_FD_TCP;
+}
+
+/* Whether a connect() on a socket in state is in progress, or its outcome not yet recorded. */
+static inline bool smcr_fd_state_is_connecting(enum smcr_fd_state state)
+{
+	return state == SMCR_FD_TCP_CONNECTING || state == SMCR_FD_TCP_SETTLING;
 }
 
 #define SMCR_FD_CHUNK_BITS 12

@@ -32,7 +32,7 @@ static inline bool tcp(int fd)
 {
 	enum smcr_fd_state state = smcr_fd_get(fd);
 
-	if (__builtin_expect(state == SMCR_FD_TCP_CONNECTING, 0))
+	if (__builtin_expect(smcr_fd_state_is_connecting(state), 0))
 		state = smcr_handshake_settle(fd);
 	return smcr_fd_state_is_tcp(state);
 }

@@ -155,7 +155,7 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		smcr_fd_set(fd, SMCR_FD_TCP);
 		return rc;
 	}
-	if (state == SMCR_FD_TCP_CONNECTING || state == SMCR_FD_TCP_CLIENT)
+	if (smcr_fd_state_is_connecting(state) || state == SMCR_FD_TCP_CLIENT)
 		return rc;                                 /* asked again: already counted */
 	smcr_stat_add(tcp_clients, 1);
 	if (smcr_debugging()) {
@@ -165,7 +165,7 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
 			 rc ? " in progress" : "");
 	}
 	if (rc == 0) {
-		smcr_handshake_record(fd, true);
+		smcr_handshake_record_connected(fd);
 	} else {
 		smcr_fd_set(fd, SMCR_FD_TCP_CONNECTING);   /* settled at its next call */
 	}

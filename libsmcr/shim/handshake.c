@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <linux/bpf.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -66,7 +67,6 @@ void smcr_handshake_record(int fd, bool active)
 		reason = smcr_handshake_reason(rc == 0, flags);
 
 	errno = saved_errno;
-	smcr_fd_set(fd, active ? SMCR_FD_TCP_CLIENT : SMCR_FD_TCP_SERVER);
 	smcr_fd_set_reason(fd, reason);
 	smcr_fd_set_record(fd, smcr_conn_table_open(fd, active, reason == SMCR_REASON_NONE ?
 							  SMCR_CONN_CLC : SMCR_CONN_TCP, reason));
@@ -92,6 +92,20 @@ void smcr_handshake_record(int fd, bool active)
 		smcr_log(SMCR_LOG_DEBUG, "fd %d: fallback to TCP: %s (0x%08x, flags 0x%x)", fd,
 			 smcr_reason_name(reason), smcr_reason_code(reason), flags);
 	}
+	smcr_fd_set(fd, active ? SMCR_FD_TCP_CLIENT : SMCR_FD_TCP_SERVER);
+}
+
+/* The descriptor whose connect() this thread records now (-1: none). */
+static __thread int settling = -1;
+
+void smcr_handshake_record_connected(int fd)
+{
+	int outer = settling;
+
+	smcr_fd_set(fd, SMCR_FD_TCP_SETTLING);
+	settling = fd;
+	smcr_handshake_record(fd, true);
+	settling = outer;
 }
 
 enum smcr_fd_state smcr_handshake_settle(int fd)
@@ -105,8 +119,11 @@ enum smcr_fd_state smcr_handshake_settle(int fd)
 	if (!connected)
 		return SMCR_FD_TCP_CONNECTING;  /* still in progress, or failed */
 	/* Threads racing here: the one that moves the state records the outcome. */
-	if (smcr_fd_claim(fd, SMCR_FD_TCP_CONNECTING, SMCR_FD_TCP_CLIENT))
-		smcr_handshake_record(fd, true);
+	if (smcr_fd_claim(fd, SMCR_FD_TCP_CONNECTING, SMCR_FD_TCP_SETTLING))
+		smcr_handshake_record_connected(fd);
+	/* the others wait: a map lookup and the Proposal's send, at most smcrd's reply time */
+	while (smcr_fd_get(fd) == SMCR_FD_TCP_SETTLING && settling != fd)
+		sched_yield();
 	return smcr_fd_get(fd);
 }
 

@@ -32,12 +32,26 @@ void smcr_handshake_offer(int fd);
  */
 void smcr_handshake_withdraw_listeners(void);
 
-/* Looks up, records and counts the outcome of fd's handshake. */
+/*
+ * Looks up, records and counts the outcome of fd's handshake; fd's state
+ * (client or server) is set last, once its connection is there to take
+ * the calls.
+ */
 void smcr_handshake_record(int fd, bool active);
 
 /*
+ * A connect() on fd completed: records its outcome (smcr_handshake_record),
+ * fd settling meanwhile.  Another thread's call on fd sees SETTLING and
+ * waits (smcr_handshake_settle), so that no byte of the application goes
+ * on TCP ahead of the Proposal, or on TCP at all if SMC was negotiated.
+ */
+void smcr_handshake_record_connected(int fd);
+
+/*
  * fd's non-blocking connect() was in progress: if it has completed, record
- * its outcome.  Returns fd's state afterwards.
+ * its outcome; if another thread records it, wait for that (not in a
+ * signal handler of that thread: it goes on as over TCP).  Returns fd's
+ * state afterwards.
  */
 enum smcr_fd_state smcr_handshake_settle(int fd);
 

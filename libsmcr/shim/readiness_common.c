@@ -32,6 +32,7 @@ enum regime smcr_regime_of(int fd)
 	switch (smcr_fd_get(fd)) {
 	case SMCR_FD_TCP:               /* may connect later */
 	case SMCR_FD_TCP_CONNECTING:
+	case SMCR_FD_TCP_SETTLING:
 		return REG_WATCH;
 	default:
 		return REG_PLAIN;
@@ -42,7 +43,7 @@ void smcr_drive(int fd)
 {
 	struct smcr_sock *sk;
 
-	if (smcr_fd_get(fd) == SMCR_FD_TCP_CONNECTING)
+	if (smcr_fd_state_is_connecting(smcr_fd_get(fd)))
 		smcr_handshake_settle(fd);
 	sk = smcr_fd_sock(fd);
 	if (sk)

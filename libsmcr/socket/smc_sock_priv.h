@@ -48,6 +48,10 @@ struct smcr_sock {
 	_Atomic unsigned int refs;      /* descriptors of this process naming it */
 	struct sock_shared *sh;
 	_Atomic bool attached;          /* conn has the peer's buffer (read unlocked) */
+	/* threads of the process in its CLC exchange (smc_sock_view.c's settle) */
+	_Atomic unsigned int settling;
+	_Atomic uint32_t exchange_turn; /* moves as the exchange does: their futex */
+	_Atomic bool polling;           /* one of them polls the socket for the next message */
 	bool lost;                      /* the view cannot be had: the connection is gone here */
 	bool first_contact;             /* RDMA server: the connection made its link */
 	int reached_fd, reached_wake_tx; /* server: the client's buffer, got before our

@@ -41,6 +41,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +67,7 @@
 #include "smc_shm.h"
 #include "smc_sock_priv.h"
 #include "smc_tx.h"
+#include "smc_wake.h"
 #include "sys.h"
 
 /*
@@ -1114,10 +1117,11 @@ static void note_declined(struct smcr_sock *sk, int fd)
  * without waiting: begun if it was not, taken as far as the messages that
  * came allow, concluded if it ended; sending: for a call that writes (see
  * smc_setup_want_send).  Returns the phase; *due_ms: the milliseconds until
- * a step must decline for want of a Proposal (-1: no such time).
+ * a step must decline for want of a Proposal (-1: no such time); *moved:
+ * whether the exchange moved.
  */
 static enum smcr_sock_phase exchange_step(struct smcr_sock *sk, int fd, bool sending,
-					  int *due_ms)
+					  int *due_ms, bool *moved)
 {
 	const struct smc_setup_transport transport = {
 		.offers = setup_offers, .prepare = setup_prepare, .reach = setup_reach,
@@ -1129,6 +1133,9 @@ static enum smcr_sock_phase exchange_step(struct smcr_sock *sk, int fd, bool sen
 
 	smc_conn_lock(&sk->conn);
 	phase = phase_of(sk);
+	enum smc_setup_state was = setup->state;
+	enum smcr_sock_phase phase_was = phase;
+
 	if (phase == SMCR_SOCK_IDLE) {
 		if (sk->sh->active)
 			smc_setup_client(setup, local_gid());
@@ -1151,23 +1158,61 @@ static enum smcr_sock_phase exchange_step(struct smcr_sock *sk, int fd, bool sen
 			*due_ms = smc_setup_want_send(setup);
 		phase = phase_of(sk);
 	}
+	*moved = phase != phase_was || setup->state != was;
 	smc_conn_unlock(&sk->conn);
 	return phase;
 }
 
 /*
- * Waits until the peer's next CLC message may have come on fd, with the
- * connection unlocked, so that other threads and processes go on with it
- * meanwhile: a round of at most SMC_CLC_WAIT_SHORT_MS, and no longer than
- * due_ms (-1: no bound), after which the step checks a message that began
- * and stalled, or declines for want of a Proposal.  *waited_ms counts the
- * wait against the socket's timeout_ms (0: none).  Returns 0 to go on, or
- * why the wait must end before the exchange: EAGAIN, that timeout passed;
- * EINTR, a signal came whose handler does not restart the call.
+ * Threads of one process in one exchange (settle): each looks at it (a
+ * step), then waits for the peer's next message.  Were each to poll the
+ * socket, one could take the message another waits for, and the exchange
+ * would then move on with no sign on the socket for the other, which
+ * would sleep out its round.  So one of them polls the socket (polling),
+ * and the others sleep on exchange_turn, which moves when a step moves the
+ * exchange and when a thread leaves it.  Each reads the turn before its
+ * step: a move after that read fails the futex's compare or wakes it, and
+ * a move before it, that step has seen.  Threads of other processes
+ * holding the socket (a fork) poll it too, and see such a move at their
+ * next round at worst.
  */
-static int await_message(int fd, int timeout_ms, int64_t *waited_ms, int due_ms)
+static void next_turn(struct smcr_sock *sk)
+{
+	atomic_fetch_add(&sk->exchange_turn, 1);
+	if (atomic_load(&sk->settling) > 0)
+		smc_futex(&sk->exchange_turn, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+}
+
+/* Sleeps ms at most, polling fd for POLLIN if no other thread does, else on the turn. */
+static int await_turn(struct smcr_sock *sk, int fd, uint32_t turn, int64_t ms)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000 };
+	bool idle = false;
+	int rc;
+
+	if (!atomic_compare_exchange_strong(&sk->polling, &idle, true))
+		return smc_futex(&sk->exchange_turn, FUTEX_WAIT_PRIVATE, turn, &ts) < 0 &&
+		       errno == EINTR ? -1 : 0;
+	rc = smcr_sys_poll(&p, 1, (int)ms);
+	atomic_store(&sk->polling, false);
+	return rc;
+}
+
+/*
+ * Waits until the peer's next CLC message may have come on fd, or another
+ * thread moved the exchange since turn, with the connection unlocked, so
+ * that other threads and processes go on with it meanwhile: a round of at
+ * most SMC_CLC_WAIT_SHORT_MS, and no longer than due_ms (-1: no bound),
+ * after which the step checks a message that began and stalled, or
+ * declines for want of a Proposal.  *waited_ms counts the wait against
+ * the socket's timeout_ms (0: none).  Returns 0 to go on, or why the wait
+ * must end before the exchange: EAGAIN, that timeout passed; EINTR, a
+ * signal came whose handler does not restart the call.
+ */
+static int await_message(struct smcr_sock *sk, int fd, uint32_t turn, int timeout_ms,
+			 int64_t *waited_ms, int due_ms)
+{
 	int64_t round = SMC_CLC_WAIT_SHORT_MS;
 	uint64_t start = smc_clock_ns();
 	int saved_errno = errno, rc;
@@ -1178,7 +1223,7 @@ static int await_message(int fd, int timeout_ms, int64_t *waited_ms, int due_ms)
 		return EAGAIN;
 	if (due_ms >= 0 && due_ms < round)
 		round = due_ms;
-	rc = smcr_sys_poll(&p, 1, (int)round);
+	rc = await_turn(sk, fd, turn, round);
 	*waited_ms += (int64_t)((smc_clock_ns() - start) / 1000000);
 	rc = rc < 0 && errno == EINTR && !smcr_sys_restarts(timeout_ms) ? EINTR : 0;
 	errno = saved_errno;
@@ -1221,9 +1266,21 @@ static enum smcr_sock_phase settle(struct smcr_sock *sk, int fd, bool may_wait, 
 		return phase;
 	/* capped (a sandbox about to close the door): a non-blocking socket waits too */
 	wait = may_wait && (cap_ms > 0 || !atomic_load(&sk->sh->nonblock));
-	while ((phase = exchange_step(sk, fd, sending, &due_ms)) == SMCR_SOCK_SETUP && wait &&
-	       !stop && !(sending && smcr_sock_writes_tcp(sk)))
-		stop = await_message(fd, timeout_ms, &waited_ms, due_ms);
+	atomic_fetch_add(&sk->settling, 1);
+	for (;;) {
+		uint32_t turn = atomic_load(&sk->exchange_turn);
+		bool moved;
+
+		phase = exchange_step(sk, fd, sending, &due_ms, &moved);
+		if (moved)
+			next_turn(sk);
+		if (phase != SMCR_SOCK_SETUP || !wait || stop ||
+		    (sending && smcr_sock_writes_tcp(sk)))
+			break;
+		stop = await_message(sk, fd, turn, timeout_ms, &waited_ms, due_ms);
+	}
+	atomic_fetch_sub(&sk->settling, 1);
+	next_turn(sk);          /* another thread may have slept while this one polled */
 	if (stop)
 		errno = stop;
 	if (phase != SMCR_SOCK_SETUP) {
