@@ -1,7 +1,7 @@
 #!/bin/bash
 # budget.sh BUILD_DIR - a full budget loses nothing: a python client under
 # the preload opens CONNS connections to a python echo server under the
-# preload, one after the other, each echoing 64 KiB of random bytes before
+# preload (echo_server.py), one after the other, each echoing 64 KiB of random bytes before
 # the next is opened, and holds them all open.  Exactly as many go over
 # $SMCR_TEST_TRANSPORT (lib.sh) as the budget holds, the others fall back
 # to TCP, naming the budget, and every echo is byte-exact.  Two budgets:
@@ -20,23 +20,6 @@
 CONNS=5
 LIMIT=$((2 * 1024 * 1024))
 
-cat > "$WORK/server.py" <<'EOF'
-import socket, sys, threading
-def echo(c):
-    while True:
-        d = c.recv(65536)
-        if not d:
-            break
-        c.sendall(d)
-    c.close()
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind((sys.argv[1], int(sys.argv[2])))
-s.listen(16)
-while True:
-    c, _ = s.accept()
-    threading.Thread(target=echo, args=(c,), daemon=True).start()
-EOF
 cat > "$WORK/client.py" <<'EOF'
 import os, socket, sys
 addr, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -68,7 +51,7 @@ EOF
 # closes them: close_all) and the server running ($SRV).
 fill() {
 	local name=$1 fit reason=$3 n rmb
-	start_bg server smcr "$PY" "$WORK/server.py" "$TEST_ADDR" 19401
+	start_bg server smcr "$PY" "$SRC/tests/integration/echo_server.py" "$TEST_ADDR" 19401
 	SRV=$LAST_PID
 	wait_listen 19401 "$SRV"
 	rm -f "$WORK/hold"

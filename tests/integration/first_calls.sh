@@ -8,28 +8,13 @@
 # CONNS connections, each with a non-blocking connect(), waits without a
 # call on the socket until the kernel has connected it, then, from two
 # threads released at once, sends a line from one and receives the echo
-# from the other; a preloaded echo server answers.  Every echo must be
+# from the other; a preloaded echo server (echo_server.py) answers.  Every echo must be
 # exact, every connection on $TEST_TRANSPORT, none fallen back or reset.
 . "$(dirname "$0")/lib.sh"
 PORT=19540
 CONNS=200
 start_smcrd $PORT 512
 
-cat > "$WORK/server.py" <<'EOS'
-import socket, sys, threading
-def echo(c):
-    f = c.makefile("rb")
-    for line in f:
-        c.sendall(line)
-    c.close()
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind((sys.argv[1], int(sys.argv[2])))
-s.listen(64)
-while True:
-    c, _ = s.accept()
-    threading.Thread(target=echo, args=(c,), daemon=True).start()
-EOS
 cat > "$WORK/client.py" <<'EOS'
 import socket, sys, threading, time
 addr, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -59,7 +44,7 @@ for i in range(n):
     c.close()
 print("exact", exact, flush=True)
 EOS
-start_bg server smcr "$PY" "$WORK/server.py" "$TEST_ADDR" "$PORT"
+start_bg server smcr "$PY" "$SRC/tests/integration/echo_server.py" "$TEST_ADDR" "$PORT"
 wait_listen "$PORT" "$LAST_PID" || finish
 LD_PRELOAD=$PRELOAD SMCR_LOG=debug timeout ${FIRST_CALLS_TIMEOUT:-120} "$PY" "$WORK/client.py" "$TEST_ADDR" "$PORT" "$CONNS" \
 	> "$WORK/client.out" 2> "$WORK/client.err"
