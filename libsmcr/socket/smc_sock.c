@@ -457,6 +457,25 @@ int smcr_sock_wake_fd(struct smcr_sock *sk)
 	return sk->conn.ops->wake_channel(&sk->conn).rx;
 }
 
+unsigned int smcr_sock_watchers(struct smcr_sock *sk, int delta)
+{
+	return atomic_fetch_add_explicit(&sk->watchers, (unsigned int)delta, memory_order_acq_rel) +
+	       (unsigned int)delta;
+}
+
+bool smcr_sock_polled(struct smcr_sock *sk)
+{
+	return !atomic_load_explicit(&sk->polled, memory_order_relaxed) &&
+	       !atomic_exchange_explicit(&sk->polled, true, memory_order_acq_rel);
+}
+
+bool smcr_sock_lone_waiter(struct smcr_sock *sk)
+{
+	return atomic_load_explicit(&sk->watchers, memory_order_acquire) <= 1 &&
+	       !atomic_load_explicit(&sk->polled, memory_order_acquire) &&
+	       atomic_load_explicit(&sk->sh->holders, memory_order_acquire) <= 1;
+}
+
 void smcr_sock_tcp_ended(struct smcr_sock *sk)
 {
 	if (smcr_sock_phase(sk) != SMCR_SOCK_SMC)

@@ -69,6 +69,9 @@ struct smcr_sock {
 	_Atomic bool armed;             /* as the real one, armed from the start */
 	_Atomic int refs;               /* the descriptor table's */
 	_Atomic int tcp_ended;          /* smcr_sock_tcp_ended() calls */
+	_Atomic unsigned int watchers;  /* as the real one's: epoll registrations */
+	_Atomic int looks;              /* smcr_sock_poll() calls */
+	_Atomic bool polled;
 	int wake_fd;
 	bool server;                    /* in the exchange: its Proposal is due once a
 					   write is wanted (smcr_sock_want_send) */
@@ -144,6 +147,7 @@ enum smcr_fd_state smcr_handshake_settle(int fd)
 
 unsigned int smcr_sock_poll(struct smcr_sock *sk)
 {
+	atomic_fetch_add(&sk->looks, 1);
 	return atomic_load(&sk->phase) < SMCR_SOCK_SMC ? atomic_load(&sk->setup_mask)
 						       : atomic_load(&sk->mask);
 }
@@ -181,6 +185,22 @@ bool smcr_sock_arm(struct smcr_sock *sk, uint32_t since, bool signalled)
 int smcr_sock_wake_fd(struct smcr_sock *sk)
 {
 	return sk->wake_fd;
+}
+
+unsigned int smcr_sock_watchers(struct smcr_sock *sk, int delta)
+{
+	return atomic_fetch_add(&sk->watchers, (unsigned int)delta) + (unsigned int)delta;
+}
+
+bool smcr_sock_polled(struct smcr_sock *sk)
+{
+	return !atomic_exchange(&sk->polled, true);
+}
+
+/* One process holds every fake connection. */
+bool smcr_sock_lone_waiter(struct smcr_sock *sk)
+{
+	return atomic_load(&sk->watchers) <= 1 && !atomic_load(&sk->polled);
 }
 
 /* What a peer's CDC does: the state changes, events() moves, an armed waiter is woken. */
@@ -563,6 +583,64 @@ static void epoll_exclusive_never_modified(void **state)
 	assert_int_equal(ep_one(one.ep, DATA_A, 0), EPOLLIN);
 		conn_close(&d);
 	single_close(&one);
+}
+
+#define IDLE 50
+
+/*
+ * Idle members, armed once, are looked at no more (epoll.c: the hot list)
+ * until their wake descriptor fires, however often epoll_wait reports the
+ * busy one beside them; news on one of them is told at once.
+ */
+static void epoll_idle_members_not_looked_at(void **state)
+{
+	struct single busy = single_open(SMCR_SOCK_SMC, POLLIN, EPOLLIN);
+	struct conn idle[IDLE];
+	struct epoll_event out[4];
+	int looks = 0;
+
+	(void)state;
+	for (int i = 0; i < IDLE; i++) {
+		idle[i] = conn_open(SMCR_SOCK_SMC, POLLOUT);
+		assert_int_equal(ep_ctl(busy.ep, EPOLL_CTL_ADD, idle[i].fd, EPOLLIN, i), 0);
+	}
+	assert_int_equal(ep_one(busy.ep, DATA_A, 0), EPOLLIN);        /* looks at each, arms it */
+	for (int i = 0; i < IDLE; i++)
+		looks += atomic_load(&idle[i].sk->looks);
+	for (int round = 0; round < 20; round++)
+		assert_int_equal(ep_one(busy.ep, DATA_A, 0), EPOLLIN);
+	for (int i = 0; i < IDLE; i++)
+		looks -= atomic_load(&idle[i].sk->looks);
+	assert_int_equal(looks, 0);
+	news(idle[7].sk, POLLIN | POLLOUT);
+	assert_int_equal(smcr_epoll_wait(busy.ep, out, 4, 0, NULL), 2);
+	assert_int_equal(events_of(out, 2, 7), EPOLLIN);
+	assert_int_equal(events_of(out, 2, DATA_A), EPOLLIN);
+	for (int i = 0; i < IDLE; i++)
+		conn_close(&idle[i]);
+	single_close(&busy);
+}
+
+/*
+ * A connection in two instances: one of them, arming it, reads its wake
+ * descriptor empty, and the kernel drops the other's event with it; so
+ * neither leaves it unlooked at (epoll.c: a member is quiet only when its
+ * instance is all that waits on it), and the other still tells its news.
+ */
+static void epoll_member_of_two_instances(void **state)
+{
+	struct single writer = single_open(SMCR_SOCK_SMC, 0, EPOLLOUT);
+	int reader = ep_new();
+
+	(void)state;
+	assert_int_equal(ep_ctl(reader, EPOLL_CTL_ADD, writer.c.fd, EPOLLIN, DATA_B), 0);
+	assert_int_equal(ep_one(reader, DATA_B, 0), 0);
+	assert_int_equal(ep_one(writer.ep, DATA_A, 0), 0);
+	news(writer.c.sk, POLLIN);
+	assert_int_equal(ep_one(writer.ep, DATA_A, 0), 0);     /* not writable: armed again */
+	assert_int_equal(ep_one(reader, DATA_B, 0), EPOLLIN);
+	ep_close(reader);
+	single_close(&writer);
 }
 
 /* A connection whose CLC exchange is under way is not the application's to see yet. */
@@ -971,6 +1049,8 @@ int main(void)
 		cmocka_unit_test(epoll_close_forgets),
 		cmocka_unit_test(epoll_close_after_del_forgets),
 		cmocka_unit_test(epoll_exclusive_never_modified),
+		cmocka_unit_test(epoll_idle_members_not_looked_at),
+		cmocka_unit_test(epoll_member_of_two_instances),
 		cmocka_unit_test(epoll_member_waits_for_smc),
 		cmocka_unit_test(epoll_member_handed_back_on_tcp),
 		cmocka_unit_test(epoll_tcp_end_reaches_connection),
