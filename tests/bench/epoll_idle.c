@@ -173,7 +173,7 @@ static int hold(int port, int n, int seconds, bool use_poll)
 {
 	struct pollfd *p = calloc((size_t)n, sizeof(*p));
 	struct epoll_event ev, out[16];
-	int ep = epoll_create1(0);
+	int ep = epoll_create1(0), rc = 0;
 	double end;
 
 	if (!p || ep < 0)
@@ -186,18 +186,19 @@ static int hold(int port, int n, int seconds, bool use_poll)
 	}
 	printf("ready\n");
 	fflush(stdout);
-	for (end = now_s() + seconds; now_s() < end;) {
+	for (end = now_s() + seconds; now_s() < end && !rc;) {
 		int left = (int)((end - now_s()) * 1000) + 1;
 		int got = use_poll ? poll(p, (nfds_t)n, left) : epoll_wait(ep, out, 16, left);
 
 		if (got > 0) {
 			fprintf(stderr, "an idle connection reported news\n");
-			return 1;
+			rc = 1;
 		}
 		if (got < 0 && errno != EINTR)
 			die("wait");
 	}
-	return 0;
+	free(p);
+	return rc;
 }
 
 /* utime + stime of process pid, in seconds; -1 if unknown. */
@@ -294,6 +295,7 @@ static int run(int port, int nactive, int nidle, int seconds, long server)
 		die("no round trip");
 	printf("%.0f %.3f %.3f\n", (double)done / (now_s() - t0), (own_cpu() - c0) * 1e6 / (double)done,
 	       (cpu_of(server) - s0) * 1e6 / (double)done);
+	free(a);
 	return 0;
 }
 
