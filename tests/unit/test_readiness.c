@@ -2,10 +2,12 @@
  * Unit tests of readiness (libsmcr/shim/epoll.c, poll.c,
  * readiness_common.c), called through readiness.h as the interposers of
  * libsmcr/entry/preload_wait.c call it: epoll's level-triggered,
- * EPOLLET, EPOLLONESHOT, DEL, MOD, EPOLLEXCLUSIVE and close; a sleeper
- * woken by news from another thread, and timeouts; poll's and select's
- * bits beside a pipe; an epoll instance nested in another, or in poll; a
- * server's wait for POLLOUT ending at its Proposal's deadline.
+ * EPOLLET, EPOLLONESHOT, DEL, MOD, EPOLLEXCLUSIVE and close; idle members
+ * left unlooked at, but not where another instance or poll also waits on
+ * their connection; a sleeper woken by news from another thread, and
+ * timeouts; poll's and select's bits beside a pipe; an epoll instance
+ * nested in another, or in poll; a server's wait for POLLOUT ending at its
+ * Proposal's deadline.
  *
  * The socket layer is faked at link time: this file defines every
  * smcr_sock_* function the shim objects need (nm -u), and
@@ -793,6 +795,39 @@ static uint32_t wake_waiter(struct waiter *w, void *(*body)(void *), struct smcr
 	return w->got;
 }
 
+/* Polls w->fd for POLLOUT alone, SHORT_MS: news of readability wakes it, and it arms again. */
+static void *poll_out_waiter(void *arg)
+{
+	struct waiter *w = arg;
+
+	atomic_store(&w->tid, gettid());
+	w->p = (struct pollfd){ .fd = w->fd, .events = POLLOUT };
+	w->rc = smcr_poll(&w->p, 1, SHORT_MS, NULL);
+	return NULL;
+}
+
+/*
+ * poll, arming a connection an epoll instance left unlooked at, reads its
+ * wake descriptor empty after news, and the kernel drops the instance's
+ * event with it; the instance looks at all its members again
+ * (smcr_epoll_resweep) and still tells the news.
+ */
+static void epoll_member_armed_by_poll(void **state)
+{
+	struct single one = single_open(SMCR_SOCK_SMC, 0, EPOLLIN);
+	struct waiter w = { .fd = one.c.fd };
+
+	(void)state;
+	assert_int_equal(ep_one(one.ep, DATA_A, 0), 0);        /* armed: quiet */
+	assert_int_equal(pthread_create(&w.thread, NULL, poll_out_waiter, &w), 0);
+	assert_true(wait_asleep(&w));
+	news(one.c.sk, POLLIN);
+	assert_int_equal(pthread_join(w.thread, NULL), 0);
+	assert_int_equal(w.rc, 0);
+	assert_int_equal(ep_one(one.ep, DATA_A, 0), EPOLLIN);
+	single_close(&one);
+}
+
 static void epoll_wait_woken(void **state)
 {
 	struct conn c = conn_open(SMCR_SOCK_SMC, POLLOUT);
@@ -1057,6 +1092,7 @@ int main(void)
 		cmocka_unit_test(epoll_app_data_that_looks_like_ours),
 		cmocka_unit_test(epoll_app_data_like_ours_closed),
 		cmocka_unit_test(epoll_wait_woken),
+		cmocka_unit_test(epoll_member_armed_by_poll),
 		cmocka_unit_test(poll_woken),
 		cmocka_unit_test(timeouts_return_zero),
 		cmocka_unit_test(poll_bits_beside_a_pipe),
