@@ -70,8 +70,10 @@
  * each of which calls the transport's wake(): our shutdown (SHUT_RD and
  * SHUT_WR, smcr_sock_shut_smc, smc_conn_close_state, from any thread), our
  * abort (a SO_LINGER 0 close, a peer's abort flag), the TCP connection's
- * end (smc_conn_peer_lost), and the one send after the peer closed, after
- * which the connection reports POLLHUP and POLLERR (smc_tx.c).  The other
+ * end (smc_conn_peer_lost), the one send after the peer closed, after
+ * which the connection reports POLLHUP and POLLERR (smc_tx.c), and
+ * SO_OOBINLINE, which puts an unread urgent byte in the stream or takes it
+ * out (smcr_sock_setsockopt).  The other
  * local changes only take readiness away (a recv empties the ring, a send
  * fills the peer's), which a member that has nothing to tell cannot miss;
  * a send whose CLC exchange is unfinished, a Decline, a fallback and the
