@@ -69,34 +69,37 @@
  * consumer cursor: room to write, its close, its abort), or a local change,
  * each of which calls the transport's wake(): our shutdown (SHUT_RD and
  * SHUT_WR, smcr_sock_shut_smc, smc_conn_close_state, from any thread), our
- * abort (a SO_LINGER 0 close, a peer's abort flag), the TCP connection's
- * end (smc_conn_peer_lost), the one send after the peer closed, after
- * which the connection reports POLLHUP and POLLERR (smc_tx.c), and
- * SO_OOBINLINE, which puts an unread urgent byte in the stream or takes it
- * out (smcr_sock_setsockopt).  The other
- * local changes only take readiness away (a recv empties the ring, a send
- * fills the peer's), which a member that has nothing to tell cannot miss;
- * a send whose CLC exchange is unfinished, a Decline, a fallback and the
- * end of the exchange happen in WATCH, which stays hot, and end in
+ * abort (a SO_LINGER 0 close), the TCP connection's end
+ * (smc_conn_peer_lost), the one send after the peer closed, after which the
+ * connection reports POLLHUP and POLLERR (smc_tx.c), and SO_OOBINLINE,
+ * which puts an unread urgent byte in the stream or takes it out
+ * (smcr_sock_setsockopt).  The other local changes only take readiness
+ * away (a recv empties the ring, a send fills the peer's, SO_ERROR is
+ * told), which a member that has nothing to tell cannot miss; a send whose
+ * CLC exchange is unfinished, a Decline, a fallback and the end of the
+ * exchange happen in WATCH, which stays hot, and end in
  * smcr_readiness_changed; a view loses its connection (RESET) only where
- * another process holds it too (fork), never quiet.  After a successful arm, a move of events() is
- * followed by a write of the wake descriptor (the store-buffer pattern of
- * smc_shm.c and smc_rdma.c: the waker sees `armed`, or the arm saw the
- * move and failed), and wake() writes it armed or not.  The kernel holds
- * the descriptor edge-triggered in this instance, so the write queues a
- * TAG_WAKE here that stays until an epoll_wait of ours takes it, unless
- * the descriptor is read empty first, which only an arm does: ours, which
- * runs after the look that takes it (the member is hot by then), or
- * another waiter's, which is why a member with another waiter is never
- * quiet.  Waiters come and go: a second instance registering the
- * descriptor, poll or select arming a connection an instance holds, fork
- * and a message carrying the connection each bump `sweeps`
- * (smcr_epoll_resweep), and the next look of every instance makes all its
- * members hot, looks at each once more and quiets only those still alone.
- * A connection a process received (SCM_RIGHTS, exec) is a new member there,
- * hot; but a process that never calls us again (its own exec'd child took
- * the connection over while it slept) may lose the child's first drain,
- * as two waiters on one descriptor could before.
+ * another process holds it too (fork), so never while quiet.  After a
+ * successful arm, a move of events() is followed by a write of the wake
+ * descriptor (the store-buffer pattern of smc_shm.c and smc_rdma.c: the
+ * waker sees `armed`, or the arm saw the move and failed), and wake()
+ * writes it armed or not.  The kernel holds the descriptor edge-triggered
+ * in this instance, so the write queues a TAG_WAKE here that stays until
+ * an epoll_wait of ours takes it, unless the descriptor is read empty
+ * first, which only an arm does: ours, which runs after the look that
+ * takes it (the member is hot by then), or another waiter's, which is why
+ * a member with another waiter is never quiet.  Waiters come and go: a
+ * second instance registering the descriptor, poll or select arming a
+ * connection an instance holds, fork and a message carrying the
+ * connection each bump `sweeps` (smcr_epoll_resweep), and the next look of
+ * every instance makes all its members hot, looks at each once more and
+ * quiets only those still alone.  A connection a process received
+ * (SCM_RIGHTS, exec) is a new member there, hot; but a process that never
+ * calls us again (its own exec'd child took the connection over while it
+ * slept) may lose the child's first drain, as two waiters on one
+ * descriptor could before.  A forked child that exits without closing
+ * keeps its hold (smc_sock_view.c), and its parent's members of those
+ * connections are then looked at every time, as all members were before.
  * EPOLLEXCLUSIVE changes nothing here: a member alone on its connection
  * is the one to wake.
  *
