@@ -395,6 +395,8 @@ static enum smcr_reason setup_offers(void *ctx, enum smc_type *type, struct smc_
 	return SMCR_REASON_NONE;
 }
 
+static bool view_offered(struct smcr_sock *sk);
+
 /*
  * The connection goes on over t.  The buffer set up at the offer is a
  * shared-memory one; for another transport it is let go (the offer stays:
@@ -435,6 +437,8 @@ static enum smcr_reason setup_prepare(void *ctx, enum smc_type type, const struc
 
 	if (!sk->sh->offered)
 		return sk->sh->offer_failed;
+	if (!sk->conn.priv && !view_offered(sk))
+		return SMCR_REASON_NOSMCDEV;
 	return t ? move_to(sk, t, peer) : SMCR_REASON_NOSMCDEV;
 }
 
@@ -662,6 +666,28 @@ static int attach_reached(struct smcr_sock *sk)
 	if (!take_reached(sk, &fd, &wake_tx))
 		return -ENOENT;
 	return attach_peer(sk, &peer, fd, wake_tx);
+}
+
+/*
+ * Under the connection lock, in the exchange: our buffer, which another
+ * process holding the socket offered (a fork's child, whose exec offered
+ * what it held: a connection another thread of ours had just accepted),
+ * into this process's view, from smcrd.  Without it our Accept would
+ * describe a buffer we do not have.  False if it cannot be had.
+ */
+static bool view_offered(struct smcr_sock *sk)
+{
+	uint64_t token;
+	int fds[SMCR_SHM_RESUMED_BOTH], n = 0;
+	int rc = resume(sk->conn.sock, &token, fds, &n);
+
+	if (!rc)
+		rc = view_transport(sk, sk->conn.sock, fds, n);
+	close_all(fds, n);
+	if (rc)
+		smcr_log(SMCR_LOG_WARN, "fd %d: cannot take up the buffer another process "
+			 "offered: %s", sk->conn.sock, strerror(-rc));
+	return rc == 0;
 }
 
 /*
