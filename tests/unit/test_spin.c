@@ -149,17 +149,17 @@ static void a_peer_on_our_cpu_gets_no_spin(void **state)
 	assert_int_equal(sched_setaffinity(0, sizeof(was), &was), 0);
 }
 
-/* More runnable tasks than CPUs: nobody spins, not even RDMA's waiters. */
+/* More runnable tasks than CPUs and a spare: nobody spins, not even RDMA's waiters. */
 static void a_crowded_host_gets_no_spin(void **state)
 {
 	struct smcr_spin s = { 0 };
 	int online = smcr_spin_online;
 
 	(void)state;
-	smcr_spin_learn_runnable(online + 1);
+	smcr_spin_learn_runnable(online + SMCR_SPIN_SPARE_TASKS + 1);
 	assert_int_equal(smcr_spin_budget(&s, patient), 0);
 	assert_int_equal(smcr_spin_budget(&s, SMCR_SPIN_DEFAULT), 0);
-	smcr_spin_learn_runnable(online);
+	smcr_spin_learn_runnable(online + SMCR_SPIN_SPARE_TASKS);
 	assert_int_equal(smcr_spin_budget(&s, patient), patient.ns);
 }
 
