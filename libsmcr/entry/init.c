@@ -52,7 +52,6 @@ __attribute__((constructor)) static void smcr_init(void)
 	smcr_descriptors_init();
 	smcr_sock_learn_host();
 	smcr_spin_learn_cpus();
-	smcr_spin_watch_runnable();
 	smcr_fork_init();
 	smcr_log(SMCR_LOG_DEBUG, "loaded into %s", program_invocation_short_name);
 	smcr_handshake_adopt_inherited();

@@ -10,12 +10,11 @@
 /* RDMA's bound: 300 us */
 static const struct smcr_spin_how patient = { .ns = 300000 };
 
-/* spin.h never spins on one CPU, nor on a crowded host: nothing to check there. */
+/* spin.h never spins on one CPU: nothing to check there. */
 static int need_two_cpus(void **state)
 {
 	(void)state;
 	smcr_spin_learn_cpus();
-	smcr_spin_learn_runnable(0);
 	if (smcr_spin_cpus < 2)
 		skip();
 	return 0;
@@ -149,31 +148,6 @@ static void a_peer_on_our_cpu_gets_no_spin(void **state)
 	assert_int_equal(sched_setaffinity(0, sizeof(was), &was), 0);
 }
 
-/* More runnable tasks than CPUs and a spare: nobody spins, not even RDMA's waiters. */
-static void a_crowded_host_gets_no_spin(void **state)
-{
-	struct smcr_spin s = { 0 };
-	int online = smcr_spin_online;
-
-	(void)state;
-	smcr_spin_learn_runnable(online + SMCR_SPIN_SPARE_TASKS + 1);
-	assert_int_equal(smcr_spin_budget(&s, patient), 0);
-	assert_int_equal(smcr_spin_budget(&s, SMCR_SPIN_DEFAULT), 0);
-	smcr_spin_learn_runnable(online + SMCR_SPIN_SPARE_TASKS);
-	assert_int_equal(smcr_spin_budget(&s, patient), patient.ns);
-}
-
-static void the_run_queue_is_read_from_loadavg(void **state)
-{
-	(void)state;
-	assert_int_equal(smcr_spin_parse_runnable("0.52 0.88 1.20 3/90 21228\n"), 3);
-	assert_int_equal(smcr_spin_parse_runnable("0.00 0.00 0.00 117/4096 1"), 117);
-	assert_int_equal(smcr_spin_parse_runnable("0.52 0.88 1.20 /90 21228"), -1);
-	assert_int_equal(smcr_spin_parse_runnable("0.52 0.88"), -1);
-	assert_int_equal(smcr_spin_parse_runnable("0.52 0.88 1.20 -3/90 1"), -1);
-	assert_int_equal(smcr_spin_parse_runnable(""), -1);
-}
-
 static int turns;
 
 /* came() on the third turn */
@@ -239,8 +213,6 @@ int main(void)
 				       need_two_cpus),
 		cmocka_unit_test(a_set_spins_as_its_most_patient_member),
 		cmocka_unit_test_setup(a_peer_on_our_cpu_gets_no_spin, need_two_cpus),
-		cmocka_unit_test_setup(a_crowded_host_gets_no_spin, need_two_cpus),
-		cmocka_unit_test(the_run_queue_is_read_from_loadavg),
 		cmocka_unit_test_setup(a_spin_ends_when_its_answer_comes_or_its_budget_is_spent,
 				       need_two_cpus),
 		/* last: it leaves the test process on one CPU */
