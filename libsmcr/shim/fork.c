@@ -13,7 +13,9 @@
  * child (one thread, every lock held by the fork's own thread):
  *   1. statistics: count from zero, privately; the connections inherited
  *      are the child's from now on;
- *   2. connections: both processes now share them (smc_sock_view.c);
+ *   2. connections: both processes now share them (smc_sock_view.c); a
+ *      connect whose outcome another thread was recording is the
+ *      parent's to finish (handshake.h);
  *   3. smcrd: the parent's registration is not the child's; a child of a
  *      registered parent registers now, before a sandbox could forbid it;
  *   4. transports: what the child cannot use is forgotten, never touched
@@ -27,6 +29,7 @@
 #include "conn_table.h"
 #include "control.h"
 #include "fork.h"
+#include "handshake.h"
 #include "smc_sock.h"
 #include "smc_transport.h"
 #include "stats.h"
@@ -66,6 +69,7 @@ static void child(void)
 	smcr_stats_reset();
 	smcr_conn_table_forked(&smcr_stats_now()->conns);
 	smcr_sock_fork_child();
+	smcr_handshake_fork_child();
 	smcr_control_fork_child();
 	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++)
 		TRANSPORT_STEP(t, fork_child);

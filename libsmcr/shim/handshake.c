@@ -127,6 +127,13 @@ enum smcr_fd_state smcr_handshake_settle(int fd)
 	return smcr_fd_get(fd);
 }
 
+void smcr_handshake_fork_child(void)
+{
+	for (int fd = smcr_fd_next_in(0, ~0u, SMCR_FD_TCP_SETTLING); fd >= 0;
+	     fd = smcr_fd_next_in((unsigned int)fd + 1, ~0u, SMCR_FD_TCP_SETTLING))
+		smcr_fd_set(fd, SMCR_FD_TCP_CLIENT);
+}
+
 /* Whether fd is a connected TCP socket (not a listener), asked of the kernel. */
 static bool connected_tcp(int fd)
 {

@@ -56,6 +56,13 @@ void smcr_handshake_record_connected(int fd);
 enum smcr_fd_state smcr_handshake_settle(int fd);
 
 /*
+ * In a fork's child: a descriptor whose outcome another thread of the
+ * parent was recording has nobody to finish it here, and would make the
+ * child's calls on it wait for ever; it is taken for a TCP client.
+ */
+void smcr_handshake_fork_child(void);
+
+/*
  * fd came from another process (SCM_RIGHTS): if it is a connected TCP
  * socket, track it, and if its handshake negotiated SMC, carry on with its
  * connection (smcr_sock_adopt).
