@@ -18,7 +18,7 @@
  * length.  The next spin may last twice that, within [SMCR_SPIN_NS,
  * how.ns]: answers that come in a few us keep spins short, and each miss
  * doubles the next spin up to the transport's bound, as an adaptive mutex
- * and the kernel's busy polling do.  Before anything is known, the bound.
+ * does.  Before anything is known, the bound.
  *
  * When not at all - the peer cannot answer while we spin:
  *  - the process may run on one CPU only (taskset, a cpuset, its own
@@ -36,12 +36,13 @@
  * filter kills it for the second).  Affinity belongs to a thread; the last
  * one set stands for the process.
  *
- * A busy host is no reason not to spin: with a CPU hog on every CPU, a
+ * A busy host is no reason not to spin: with a CPU hog on every CPU
+ * (compare.sh's busy-host mode), where spinning beat TCP on every row, a
  * version that stopped spinning while more tasks were runnable than CPUs
  * (plus one) made redis-benchmark -c 1 ten times slower and sockperf's
- * 1 KiB p99 go from 1.4 us to 925 us, TCP's being 13 us (compare.sh's
- * busy-host mode), where spinning beat TCP on every row.  The spin takes time from the hog, not from the
- * peer, which runs on another CPU (else the check above stops it).
+ * 1 KiB p99 go from 1.4 us to 925 us, TCP's being 13 us.  The spin takes
+ * its time from the hog, not from the peer, which runs on another CPU
+ * (else the check above stops it).
  */
 #ifndef SMCR_SPIN_H
 #define SMCR_SPIN_H
