@@ -668,6 +668,19 @@ static int attach_reached(struct smcr_sock *sk)
 	return attach_peer(sk, &peer, fd, wake_tx);
 }
 
+/* The connection's buffers as smcrd keeps them for fd, into sk's view; 0 or a negative errno. */
+static int view_resumed(struct smcr_sock *sk, int fd)
+{
+	uint64_t token;
+	int fds[SMCR_SHM_RESUMED_BOTH], n = 0;
+	int rc = resume(fd, &token, fds, &n);
+
+	if (!rc)
+		rc = view_transport(sk, fd, fds, n);
+	close_all(fds, n);
+	return rc;
+}
+
 /*
  * Under the connection lock, in the exchange: our buffer, which another
  * process holding the socket offered (a fork's child, whose exec offered
@@ -677,13 +690,8 @@ static int attach_reached(struct smcr_sock *sk)
  */
 static bool view_offered(struct smcr_sock *sk)
 {
-	uint64_t token;
-	int fds[SMCR_SHM_RESUMED_BOTH], n = 0;
-	int rc = resume(sk->conn.sock, &token, fds, &n);
+	int rc = view_resumed(sk, sk->conn.sock);
 
-	if (!rc)
-		rc = view_transport(sk, sk->conn.sock, fds, n);
-	close_all(fds, n);
 	if (rc)
 		smcr_log(SMCR_LOG_WARN, "fd %d: cannot take up the buffer another process "
 			 "offered: %s", sk->conn.sock, strerror(-rc));
@@ -697,15 +705,11 @@ static bool view_offered(struct smcr_sock *sk)
  */
 static bool view_complete(struct smcr_sock *sk, int fd)
 {
-	uint64_t token;
-	int fds[SMCR_SHM_RESUMED_BOTH], n;
-
 	if (sk->attached || sk->lost)
 		return sk->attached;
 	if (sk->conn.priv && attach_reached(sk) == 0)
 		return true;
-	sk->lost = resume(fd, &token, fds, &n) || view_transport(sk, fd, fds, n);
-	close_all(fds, n);
+	sk->lost = view_resumed(sk, fd) != 0;
 	if (sk->lost)
 		smcr_log(SMCR_LOG_WARN, "fd %d: this process cannot reach the connection's "
 			 "buffers", fd);
