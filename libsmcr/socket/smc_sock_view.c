@@ -1206,10 +1206,11 @@ static enum smcr_sock_phase exchange_step(struct smcr_sock *sk, int fd, bool sen
  * holding the socket (a fork) poll it too, and see such a move at their
  * next round at worst.
  */
-static void next_turn(struct smcr_sock *sk)
+static void next_turn(struct smcr_sock *sk, unsigned int self)
 {
 	atomic_fetch_add(&sk->exchange_turn, 1);
-	if (atomic_load(&sk->settling) > 0)
+	/* self: the caller counts among the settlers; a lone one wakes nobody */
+	if (atomic_load(&sk->settling) > self)
 		smc_futex(&sk->exchange_turn, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
 }
 
@@ -1303,14 +1304,14 @@ static enum smcr_sock_phase settle(struct smcr_sock *sk, int fd, bool may_wait, 
 
 		phase = exchange_step(sk, fd, sending, &due_ms, &moved);
 		if (moved)
-			next_turn(sk);
+			next_turn(sk, 1);
 		if (phase != SMCR_SOCK_SETUP || !wait || stop ||
 		    (sending && smcr_sock_writes_tcp(sk)))
 			break;
 		stop = await_message(sk, fd, turn, timeout_ms, &waited_ms, due_ms);
 	}
 	atomic_fetch_sub(&sk->settling, 1);
-	next_turn(sk);          /* another thread may have slept while this one polled */
+	next_turn(sk, 0);       /* another thread may have slept while this one polled */
 	if (stop)
 		errno = stop;
 	if (phase != SMCR_SOCK_SETUP) {
