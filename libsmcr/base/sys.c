@@ -2,7 +2,8 @@
  * sys.c - the descriptors libsmcr makes for itself (sys.h): sealed memfds,
  * eventfds, the rule that moves them out of the application's way, the
  * application's range closes, which leave them open, its dups onto them,
- * which move them, and the one poll() libsmcr waits on them with.
+ * which move them, the one poll() libsmcr waits on them with, and its
+ * futex calls.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -259,6 +260,11 @@ int smcr_sys_memfd_sealed(uint64_t bytes)
 		fd = -errno;
 	errno = saved_errno;
 	return fd;
+}
+
+long smcr_sys_futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *timeout)
+{
+	return REAL(syscall)(SYS_futex, word, op, val, timeout, NULL, 0);
 }
 
 int smcr_sys_eventfd(void)

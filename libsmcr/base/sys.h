@@ -20,6 +20,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -108,6 +109,13 @@ void smcr_sys_closefrom(int lowfd);
 
 /* A new memfd of bytes, close-on-exec, sealed so that its size can never change. */
 int smcr_sys_memfd_sealed(uint64_t bytes);
+
+/*
+ * The futex system call on word (FUTEX_WAIT, FUTEX_WAKE and their _PRIVATE
+ * forms), past the application's interposed syscall(): as syscall()
+ * returns, errno set on failure.
+ */
+long smcr_sys_futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *timeout);
 
 /* A new eventfd, non-blocking and close-on-exec: for wake-ups within this process. */
 int smcr_sys_eventfd(void);

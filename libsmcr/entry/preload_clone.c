@@ -15,7 +15,7 @@
  * mutex it takes, and no robust list registered with the kernel (fork()
  * sets both).  The kernel frees a dead thread's robust mutexes only through
  * its list, and only those whose owner id is its own, so a child that died
- * holding a connection's state lock (robust and shared between processes)
+ * holding a robust mutex shared between processes (the application's)
  * left every other holder waiting on it for ever.  The child is told both
  * before anything else runs in it.  The id's place is the one the C
  * library describes to debuggers (_thread_db_pthread_tid: size in bits,

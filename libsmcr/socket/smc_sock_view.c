@@ -43,6 +43,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -554,11 +555,12 @@ static struct smcr_sock *view_new(int state_fd, bool fresh)
 	const struct smc_transport_ops *t = smc_transport(fresh ? SMCR_TRANSPORT_SHM :
 							  sk->sh->transport);
 
-	if (!t || smc_conn_init(&sk->conn, t, &sk->sh->conn, fresh)) {
+	if (!t) {
 		munmap(sh, STATE_BYTES);
 		free(sk);
 		return NULL;
 	}
+	smc_conn_init(&sk->conn, t, &sk->sh->conn, fresh);
 	atomic_init(&sk->refs, 1);
 	pthread_mutex_lock(&all_lock);
 	sk->next = all;
@@ -1211,7 +1213,7 @@ static void next_turn(struct smcr_sock *sk, unsigned int self)
 	atomic_fetch_add(&sk->exchange_turn, 1);
 	/* self: the caller counts among the settlers; a lone one wakes nobody */
 	if (atomic_load(&sk->settling) > self)
-		smc_futex(&sk->exchange_turn, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+		smcr_sys_futex(&sk->exchange_turn, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
 }
 
 /* Sleeps ms at most, polling fd for POLLIN if no other thread does, else on the turn. */
@@ -1223,7 +1225,7 @@ static int await_turn(struct smcr_sock *sk, int fd, uint32_t turn, int64_t ms)
 	int rc;
 
 	if (!atomic_compare_exchange_strong(&sk->polling, &idle, true))
-		return smc_futex(&sk->exchange_turn, FUTEX_WAIT_PRIVATE, turn, &ts) < 0 &&
+		return smcr_sys_futex(&sk->exchange_turn, FUTEX_WAIT_PRIVATE, turn, &ts) < 0 &&
 		       errno == EINTR ? -1 : 0;
 	rc = smcr_sys_poll(&p, 1, (int)ms);
 	atomic_store(&sk->polling, false);

@@ -15,7 +15,7 @@
 #define SMCR_SMC_TRANSPORT_H
 
 #include <errno.h>
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,6 +25,7 @@
 #include "control_proto.h"
 #include "smc_cdc.h"
 #include "smc_clc.h"
+#include "shared_lock.h"
 #include "smc_cursor.h"
 #include "spin.h"
 #include "stats.h"
@@ -275,15 +276,17 @@ typedef uint8_t smc_flag;
  * every process using the connection shares: it lives in shared memory
  * (smc_sock_view.c), so that after fork(), or with the socket passed to another
  * process, whichever process calls next carries on where the last left
- * off.  Its lock is therefore process-shared, and robust: a process that
- * dies holding it may have left a change half made, and the connection
- * fails (ECONNRESET) instead of going on from a state nobody can trust.
+ * off.  Its lock is therefore one that processes share, and one that no
+ * holder can keep for ever (base/shared_lock.h): a process that dies,
+ * stops or stays holding it longer than SMC_CONN_LOCK_WAIT_MS may have
+ * left a change half made, and the connection fails (ECONNRESET) in the
+ * process that waited, instead of going on from a state nobody can trust.
  * The send and receive paths (smc_tx.c, smc_rx.c) own the fields after
  * the timeouts, under the lock; whoever sets the connection up fills in
  * tokens and timeouts and calls ops->create_rmb and ops->attach_peer.
  */
 struct smc_conn_state {
-	pthread_mutex_t lock;		/* one thread of one process at a time */
+	struct smcr_shared_lock lock;	/* one thread of one process at a time */
 	uint32_t token;			/* ours: the peer puts it in every CDC it sends */
 	uint32_t peer_token;		/* the peer's: we put it in ours */
 	uint32_t rmb_size;		/* our RMB, the ring the peer writes and we read */
@@ -340,28 +343,21 @@ struct smc_conn {
 	uint32_t rmb_size, peer_rmb_size;
 	struct smc_peek *peek;		/* what a peek copied out of our RMB (conn/smc_rx_peek.h):
 					   one allocation, or NULL */
+	_Atomic bool lock_forced;	/* st's lock was taken by force: reset here (smc_conn_lock) */
 	/* Statistics: published to this process's record of it (conn_table.h), under lock. */
 	uint32_t record;		/* the record's id; 0: none */
 	struct smc_traffic traffic;	/* what this process moved */
 };
 
 /* A view of st, which is new (zeroed here, its lock made) when fresh. */
-static inline int smc_conn_init(struct smc_conn *conn, const struct smc_transport_ops *ops,
-				struct smc_conn_state *st, bool fresh)
+static inline void smc_conn_init(struct smc_conn *conn, const struct smc_transport_ops *ops,
+				 struct smc_conn_state *st, bool fresh)
 {
-	pthread_mutexattr_t attr;
-	int rc = 0;
-
 	*conn = (struct smc_conn){ .st = st, .ops = ops, .sock = -1 };
 	if (!fresh)
-		return 0;
+		return;
 	memset(st, 0, sizeof(*st));
-	pthread_mutexattr_init(&attr);
-	pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-	rc = pthread_mutex_init(&st->lock, &attr);
-	pthread_mutexattr_destroy(&attr);
-	return -rc;
+	smcr_shared_lock_init(&st->lock);
 }
 
 /* Ends this process's view (the state stays for other processes). */
@@ -373,19 +369,28 @@ static inline void smc_conn_destroy(struct smc_conn *conn)
 	conn->peek = NULL;
 }
 
+/*
+ * Longer than anything a process does under a connection's lock (an RDMA
+ * link's connect is bounded by SMC_CLC_WAIT_MS): a holder that keeps it
+ * longer is gone, stopped or hostile.
+ */
+#define SMC_CONN_LOCK_WAIT_MS (2 * SMC_CLC_WAIT_MS)
+
 static inline void smc_conn_lock(struct smc_conn *conn)
 {
-	if (pthread_mutex_lock(&conn->st->lock) == EOWNERDEAD) {
-		/* its holder died half-way through a change: see above */
-		pthread_mutex_consistent(&conn->st->lock);
-		if (!conn->st->err)
-			conn->st->err = ECONNRESET;
-	}
+	bool forced = atomic_load(&conn->lock_forced);
+
+	if (smcr_shared_lock_take(&conn->st->lock, forced ? 0 : SMC_CONN_LOCK_WAIT_MS) && !forced)
+		return;
+	/* taken by force, now or before: over for this process, whatever the page says */
+	atomic_store(&conn->lock_forced, true);
+	if (!conn->st->err)
+		conn->st->err = ECONNRESET;
 }
 
 static inline void smc_conn_unlock(struct smc_conn *conn)
 {
-	pthread_mutex_unlock(&conn->st->lock);
+	smcr_shared_lock_give(&conn->st->lock);
 }
 
 #endif

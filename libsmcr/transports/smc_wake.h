@@ -14,7 +14,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,12 +40,6 @@ static inline void smc_wake_signal_fd(int fd)
 
 	if (REAL(write)(fd, &one, sizeof(one)) < 0)
 		errno = saved_errno;
-}
-
-static inline long smc_futex(_Atomic uint32_t *word, int op, uint32_t val,
-			     const struct timespec *timeout)
-{
-	return REAL(syscall)(SYS_futex, word, op, val, timeout, NULL, 0);
 }
 
 /* The first slice of a wait of timeout_ms (< 0: for ever), into *ts; its length. */

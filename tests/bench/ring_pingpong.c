@@ -144,8 +144,10 @@ static void ring_end(struct end *e, int sync, const struct end_fds *own, const s
 
 	e->conn = malloc(sizeof(*e->conn));
 	e->state = malloc(sizeof(*e->state));
-	if (!e->conn || !e->state || smc_conn_init(e->conn, &smc_shm_ops, e->state, true) ||
-	    e->conn->ops->create_rmb(e->conn, size_class, own->memfd,
+	if (!e->conn || !e->state)
+		die("malloc");
+	smc_conn_init(e->conn, &smc_shm_ops, e->state, true);
+	if (e->conn->ops->create_rmb(e->conn, size_class, own->memfd,
 				     (struct smcr_wake_channel){ .rx = dup(own->wake.rx),
 								 .tx = dup(own->wake.tx) }))
 		die("create_rmb");

@@ -70,7 +70,7 @@ static int end_create(struct end *e, uint32_t token, uint32_t peer_token)
 	e->memfd = smcr_sys_memfd_sealed(smc_shm_region_size(0));
 	if (e->memfd < 0 || smcr_sys_wake_channel(&ch))
 		return -1;
-	CHECK(smc_conn_init(&e->conn, &smc_shm_ops, &e->st, true) == 0);
+	smc_conn_init(&e->conn, &smc_shm_ops, &e->st, true);
 	e->st.token = token;
 	e->st.peer_token = peer_token;
 	return e->conn.ops->create_rmb(&e->conn, 0, e->memfd, ch);
@@ -88,7 +88,6 @@ static int end_attach(struct end *a, struct end *b)
 static void end_destroy(struct end *e)
 {
 	smc_conn_destroy(&e->conn);
-	pthread_mutex_destroy(&e->st.lock);
 	close(e->memfd);
 }
 

@@ -4,8 +4,8 @@
 # its parent leaves it to the parent (EOWNERDEAD) under the preload: the
 # child gets its own thread id and robust list, as fork() would give it.
 # Plainly the C library leaves it its parent's id and no list, and the lock
-# stays held for ever; a connection's state lock is such a mutex, and a
-# sandboxed child killed while holding it hung every other holder
+# stays held for ever: an application's shared robust mutex that a
+# sandboxed child died holding hung every other holder
 # (tests/progs/clone_probe.c).  No smcrd: this is libsmcr alone.
 . "$(dirname "$0")/lib.sh"
 

@@ -1,7 +1,7 @@
 /*
  * clone_probe.c - what a child of the raw clone system call leaves behind
  * when it dies holding a robust mutex shared with its parent (as a
- * sandboxed server's child may die holding a connection's state lock).
+ * sandboxed server's child may die holding one of the server's own).
  * Prints whose thread id the child's locks carry and whether the parent,
  * once the child is gone, gets the lock back (EOWNERDEAD) or finds it still
  * held after 2 s.  The C library alone leaves the child its parent's id and

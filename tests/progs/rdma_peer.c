@@ -213,8 +213,9 @@ static struct smc_conn *conn_new(int fd, unsigned int size_class)
 	struct smc_conn *c = cs ? &cs->conn : NULL;
 	int rc;
 
-	if (!c || smc_conn_init(c, &smc_rdma_ops, &cs->state, true))
+	if (!c)
 		die("conn", ENOMEM);
+	smc_conn_init(c, &smc_rdma_ops, &cs->state, true);
 	c->sock = fd;
 	c->st->token = next_token++;
 	c->st->rcv_timeout_ms = c->st->snd_timeout_ms = 30000;

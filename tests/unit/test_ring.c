@@ -119,9 +119,8 @@ static int side_setup(struct smc_conn *conn, struct smc_conn_state *st, int sock
 	struct smc_cursor start = { .wrap = start_wrap };
 	int rc;
 
-	rc = smc_conn_init(conn, &smc_shm_ops, st, true);
-	if (!rc)
-		rc = conn->ops->create_rmb(conn, own_class, own->memfd, channel_dup(own->wake));
+	smc_conn_init(conn, &smc_shm_ops, st, true);
+	rc = conn->ops->create_rmb(conn, own_class, own->memfd, channel_dup(own->wake));
 	if (rc)
 		return rc;
 	put(sock, 0);
@@ -984,7 +983,7 @@ static void attach_refuses_what_it_cannot_trust(void **state)
 	assert_int_equal(smcr_sys_wake_channel(&ch), 0);
 	assert_true(own >= 0 && unsealed >= 0 && blank >= 0);
 	assert_int_equal(ftruncate(unsealed, (off_t)smc_shm_region_size(0)), 0);
-	assert_int_equal(smc_conn_init(&conn, &smc_shm_ops, &st, true), 0);
+	smc_conn_init(&conn, &smc_shm_ops, &st, true);
 	assert_int_equal(conn.ops->create_rmb(&conn, 7, own, ch), -EINVAL);
 	assert_int_equal(conn.ops->create_rmb(&conn, 1, own, ch), -EINVAL);	/* memfd too small */
 	assert_int_equal(conn.ops->create_rmb(&conn, 0, own, SMCR_NO_WAKE_CHANNEL), -EINVAL);

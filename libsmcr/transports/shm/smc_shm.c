@@ -146,7 +146,7 @@ static void wake_side(struct shm_ctl *ctl, int tx)
 {
 	atomic_thread_fence(memory_order_seq_cst);
 	if (smc_wake_claim(&ctl->waiting))
-		smc_futex(&ctl->waiting, FUTEX_WAKE, INT_MAX, NULL);
+		smcr_sys_futex(&ctl->waiting, FUTEX_WAKE, INT_MAX, NULL);
 	if (smc_wake_claim(&ctl->armed))
 		smcr_sys_wake_send(tx);
 }
@@ -439,7 +439,7 @@ static int shm_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 		return 0;
 	if (smc_tcp_ended(conn))
 		return -ENOTCONN;
-	if (smc_futex(&shm->ctl->waiting, FUTEX_WAIT, 1, &ts) == 0 || errno == EAGAIN)
+	if (smcr_sys_futex(&shm->ctl->waiting, FUTEX_WAIT, 1, &ts) == 0 || errno == EAGAIN)
 		return 0;
 	if (errno != ETIMEDOUT)
 		return -errno;
@@ -456,7 +456,7 @@ static void shm_wake(struct smc_conn *conn)
 	atomic_fetch_add_explicit(&shm->wakes, 1, memory_order_release);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (smc_wake_claim(&shm->ctl->waiting))
-		smc_futex(&shm->ctl->waiting, FUTEX_WAKE, INT_MAX, NULL);
+		smcr_sys_futex(&shm->ctl->waiting, FUTEX_WAKE, INT_MAX, NULL);
 	smcr_sys_wake_send(smcr_sys_kept(&shm->wake_tx)); /* for poll and epoll, armed or not */
 }
 
