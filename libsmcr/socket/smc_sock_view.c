@@ -1013,14 +1013,17 @@ void smcr_sock_fork_done(void)
 }
 
 /*
- * fork(), after, in the child.  A QP and its memory regions are the
- * parent's (smc_rdma.c): the child's views of connections on RDMA let go
- * of them untouched, and the child cannot use those connections (lost:
- * ECONNRESET).  Connections not yet set up are the child's to set up.
+ * fork(), after, in the child.  Its views count the child's own traffic
+ * from here (the parent's records keep what was: counted once).  A QP and
+ * its memory regions are the parent's (smc_rdma.c): the child's views of
+ * connections on RDMA let go of them untouched, and the child cannot use
+ * those connections (lost: ECONNRESET).  Connections not yet set up are
+ * the child's to set up.
  */
 void smcr_sock_fork_child(void)
 {
 	for (struct smcr_sock *sk = all; sk; sk = sk->next) {
+		sk->conn.traffic = (struct smc_traffic){ 0 };
 		if (!sk->conn.ops->setup.lost_by_fork || !sk->conn.priv)
 			continue;
 		sk->conn.priv = NULL;
