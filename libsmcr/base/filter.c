@@ -6,6 +6,7 @@
 #include <linux/audit.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -186,6 +187,39 @@ bool smcr_filter_installed(const struct sock_fprog *prog)
 	pthread_mutex_unlock(&install_lock);
 	errno = saved_errno;
 	return copy != NULL;
+}
+
+/* The mode on /proc/self/status's "Seccomp:" line: 0 none, 1 strict, 2 filter; 0 if unknown. */
+static int seccomp_mode(void)
+{
+	FILE *status = fopen("/proc/self/status", "re");
+	char line[256];
+	int mode = 0;
+
+	if (!status)
+		return 0;
+	while (fgets(line, sizeof(line), status))
+		if (sscanf(line, "Seccomp: %d", &mode) == 1)
+			break;
+	fclose(status);
+	return mode;
+}
+
+void smcr_filter_learn_inherited(void)
+{
+	static struct sock_filter forbids_bpf[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_bpf, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	const struct sock_fprog assumed = { .len = 4, .filter = forbids_bpf };
+	const char *allows_bpf = getenv("SMCR_SECCOMP_ALLOWS_BPF");
+	int saved_errno = errno;
+
+	if (seccomp_mode() != 0 && !(allows_bpf && strcmp(allows_bpf, "1") == 0))
+		smcr_filter_installed(&assumed);
+	errno = saved_errno;
 }
 
 bool smcr_filter_any(void)

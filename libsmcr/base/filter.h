@@ -35,6 +35,19 @@ bool smcr_filter_action_allows(uint32_t action);
  */
 bool smcr_filter_installed(const struct sock_fprog *prog);
 
+/*
+ * At start: whether the process already runs under a seccomp filter set
+ * before this image (systemd's SystemCallFilter=, a container runtime's
+ * profile, a program that filtered itself and then exec'd), whose program
+ * libsmcr never saw.  Such a filter is assumed to forbid bpf(2), as
+ * systemd's @system-service does (bpf is in @privileged) and kills the
+ * caller: new connections then stay on TCP (CONFINED), where smcrd's maps
+ * would have killed the process at its first listen, connect or accept.
+ * Every other call of libsmcr's is in @system-service.  An administrator
+ * whose filter allows bpf says so with SMCR_SECCOMP_ALLOWS_BPF=1.
+ */
+void smcr_filter_learn_inherited(void);
+
 /* Whether some filter was installed (this process or an ancestor since start). */
 bool smcr_filter_any(void);
 

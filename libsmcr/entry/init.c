@@ -2,7 +2,8 @@
  * init.c - libsmcr's start and end inside the application's process.
  *
  * Start: give libsmcr's lines a descriptor of their own, read the logging
- * settings, wire the layers' start-up callbacks (shim/descriptors.c),
+ * settings, learn whether a seccomp filter libsmcr never saw already runs
+ * (base/filter.h), wire the layers' start-up callbacks (shim/descriptors.c),
  * learn the host tag while /proc is there, install the fork handling
  * (shim/fork.c), carry on with the SMC connections the process inherited
  * across exec, and put the standard streams among them on libsmcr's calls
@@ -16,6 +17,7 @@
 #include <sys/socket.h>
 
 #include "descriptors.h"
+#include "filter.h"
 #include "fork.h"
 #include "handshake.h"
 #include "log.h"
@@ -49,6 +51,7 @@ __attribute__((constructor)) static void smcr_init(void)
 	smcr_sys_own_memory();
 	smcr_log_use_fd(log_descriptor());
 	smcr_log_init();
+	smcr_filter_learn_inherited();
 	smcr_descriptors_init();
 	smcr_sock_learn_host();
 	smcr_spin_learn_cpus();

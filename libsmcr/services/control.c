@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -175,13 +176,33 @@ static bool daemon_is_root(const char *path)
 	return false;
 }
 
+/* Whether the process's seccomp filters (base/filter.h) let it register: its socket, its region. */
+static bool registration_permitted(void)
+{
+	static const struct {
+		long nr;
+		uint64_t args[6];
+	} calls[] = {
+		{ SYS_socket, { AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK } },
+		{ SYS_connect, { 0 } },
+		{ SYS_sendmsg, { 0, 0, MSG_NOSIGNAL } },
+		{ SYS_recvmsg, { 0, 0, MSG_CMSG_CLOEXEC | MSG_DONTWAIT } },
+		{ SYS_memfd_create, { 0, MFD_CLOEXEC | MFD_ALLOW_SEALING } },
+	};
+
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+		if (!smcr_filter_permits(calls[i].nr, calls[i].args))
+			return false;
+	return true;
+}
+
 static void register_locked(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct smcr_control_msg m = { .type = SMCR_CONTROL_REGISTER };
 	int maps[2] = { -1, -1 };
 
-	if (now_coarse() < next_attempt)
+	if (now_coarse() < next_attempt || !registration_permitted())
 		return;
 	next_attempt = now_coarse() + RETRY_INTERVAL_S;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", smcr_rundir(), SMCR_CONTROL_SOCKET);
@@ -242,14 +263,14 @@ int smcr_control_map_call(enum smcr_control_map map, int cmd, int fd, uint32_t *
 	int saved_errno = errno, rc = -ENOTCONN;
 	union bpf_attr attr;
 
-	if (!smcr_filter_permits(SYS_bpf, bpf_args))
-		return -EPERM;  /* a sandbox forbids it (base/filter.h) */
 	if (!lock_here())
 		return rc;
-	if (ctl_fd < 0)
+	if (ctl_fd < 0)         /* even if bpf is forbidden: smcrd counts what this process does */
 		register_locked();
 	int map_fd = map == SMCR_MAP_RESULT ? result_fd : owned_fd;
-	if (map_fd >= 0) {
+	if (!smcr_filter_permits(SYS_bpf, bpf_args)) {
+		rc = -EPERM;    /* a sandbox forbids it (base/filter.h) */
+	} else if (map_fd >= 0) {
 		memset(&attr, 0, sizeof(attr));
 		attr.map_fd = (uint32_t)map_fd;
 		attr.key = (uint64_t)(uintptr_t)&fd;
