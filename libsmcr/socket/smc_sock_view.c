@@ -261,6 +261,15 @@ static bool on_offer(struct smcr_sock *sk)
 	return sh->offered;
 }
 
+/* A descriptor of this process that names sk, or -1. */
+static int descriptor_of(const struct smcr_sock *sk)
+{
+	for (int fd = smcr_fd_next_sock(0); fd >= 0; fd = smcr_fd_next_sock((unsigned int)fd + 1))
+		if (smcr_fd_sock(fd) == sk)
+			return fd;
+	return -1;
+}
+
 /*
  * A server's connection whose exchange has not yet needed the buffer is
  * about to be reachable from another process (fork, SCM_RIGHTS): its
@@ -272,6 +281,8 @@ static void offer_before_handover(struct smcr_sock *sk)
 	if (sk->sh->offer_tried || phase_of(sk) > SMCR_SOCK_SETUP)
 		return;
 	smc_conn_lock(&sk->conn);
+	if (sk->conn.sock < 0)  /* its number was closed, a dup lives on: the offer shows one */
+		sk->conn.sock = descriptor_of(sk);
 	if (phase_of(sk) <= SMCR_SOCK_SETUP && !sk->sh->setup.reason)
 		on_offer(sk);
 	smc_conn_unlock(&sk->conn);

@@ -22,15 +22,20 @@
 #   spawn:   the server reads a line, hands the connection to `cat` with
 #            posix_spawn and closes its copy at once: posix_spawn hands
 #            cat's image the holds, as an exec does (before, the server's
-#            close ended the connection before cat adopted it).
+#            close ended the connection before cat adopted it);
+#   system:  as early, but the server runs cat with the C library's
+#            system(), which spawns its shell itself: the interposed
+#            system() offers first (before, as early);
+#   popen:   the same with popen(), the server closing its copy while
+#            cat runs.
 # Every connection must go over $SMCR_TEST_TRANSPORT with no fallback,
 # and every echo be exact.
 . "$(dirname "$0")/lib.sh"
 need socat
 PORT=19530
-NEW_PORT=26000  # early, spawn
+NEW_PORT=26000  # early, spawn, system, popen
 CONNS=4
-start_smcrd "$PORT-$((PORT + 1)),$NEW_PORT-$((NEW_PORT + 1))" 64
+start_smcrd "$PORT-$((PORT + 1)),$NEW_PORT-$((NEW_PORT + 3))" 64
 
 head -c $((1 << 20)) /dev/urandom > "$WORK/payload"
 want=$(sha256sum < "$WORK/payload")
@@ -44,7 +49,7 @@ client() {
 		got=$(echo "request $i" | run_mode smcr timeout 30 socat -t 10 - \
 			"TCP:$TEST_ADDR:$port" 2>> "$WORK/client-$mode.err")
 		expect_eq "answer $i" "$got" "answered after a subprocess: request $i" ;;
-	early)
+	early|system|popen)
 		run_mode smcr timeout 30 "$PY" "$(dirname "$0")/subprocess_client.py" "$TEST_ADDR" \
 			"$port" "$WORK/handed" "$WORK/payload" 1 > "$WORK/echo" 2>> "$WORK/client-$mode.err"
 		expect_eq "$mode $i: echo sha256" "$(sha256sum < "$WORK/echo")" "$want" ;;
@@ -55,9 +60,10 @@ client() {
 	esac
 }
 
-for mode in answer handoff early spawn; do
+for mode in answer handoff early spawn system popen; do
 	case $mode in answer) port=$PORT ;; handoff) port=$((PORT + 1)) ;;
-	early) port=$NEW_PORT ;; spawn) port=$((NEW_PORT + 1)) ;; esac
+	early) port=$NEW_PORT ;; spawn) port=$((NEW_PORT + 1)) ;; system) port=$((NEW_PORT + 2)) ;;
+	popen) port=$((NEW_PORT + 3)) ;; esac
 	start_bg "server-$mode" smcr "$PY" "$(dirname "$0")/subprocess_server.py" \
 		"$TEST_ADDR" "$port" "$mode" "$CONNS" "$WORK/handed"
 	server=$LAST_PID

@@ -12,9 +12,16 @@ as many do.  For each connection, by MODE:
            the FIFO given as HANDED);
   spawn:   reads a request line, then hands the connection to `cat` with
            posix_spawn (dup2 file actions onto 0 and 1) and closes its own
-           copy at once, before cat's image has started.
+           copy at once, before cat's image has started;
+  system:  puts the connection on 0 and 1 and runs `cat` with os.system
+           (the C library's system(), which spawns `sh -c cat` itself)
+           before reading anything, as early does;
+  popen:   the same with the C library's popen() (through ctypes), whose
+           shell puts the connection on cat's 0 and 1 itself, and closes
+           its own copy while cat runs.
 
 usage: subprocess_server.py ADDR PORT MODE CONNECTIONS [HANDED]"""
+import ctypes
 import os
 import shutil
 import socket
@@ -58,6 +65,33 @@ def early(conn, handed):
     child.wait()
 
 
+def system(conn, handed):
+    saved = [os.dup(0), os.dup(1)]
+    os.dup2(conn.fileno(), 0)
+    os.dup2(conn.fileno(), 1)
+    conn.close()
+    handed.write("handed\n")
+    handed.flush()
+    os.system("cat")
+    for fd, copy in enumerate(saved):
+        os.dup2(copy, fd)
+        os.close(copy)
+
+
+def popen(conn, handed):
+    libc = ctypes.CDLL(None)
+    libc.popen.restype = ctypes.c_void_p
+    libc.popen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    libc.pclose.argtypes = [ctypes.c_void_p]
+    fd = conn.fileno()
+    os.set_inheritable(fd, True)
+    handed.write("handed\n")
+    handed.flush()
+    stream = libc.popen(f"cat <&{fd} >&{fd}".encode(), b"r")
+    conn.close()
+    libc.pclose(stream)
+
+
 def spawn(conn):
     read_line(conn)
     fd = conn.fileno()
@@ -75,9 +109,11 @@ def main():
     listener.bind((addr, port))
     listener.listen(8)
     print("listening", flush=True)
-    handed = open(sys.argv[5], "w") if mode == "early" else None
+    handed = open(sys.argv[5], "w") if mode in ("early", "system", "popen") else None
     serve = {"answer": answer, "handoff": handoff, "spawn": spawn,
-             "early": lambda conn: early(conn, handed)}[mode]
+             "early": lambda conn: early(conn, handed),
+             "system": lambda conn: system(conn, handed),
+             "popen": lambda conn: popen(conn, handed)}[mode]
     for _ in range(conns):
         conn, _ = listener.accept()
         serve(conn)

@@ -730,7 +730,8 @@ static void row_confined_child(void)
 }
 
 /*
- * Every form of exec and spawn, of a program that does not exist: each
+ * Every form of exec and spawn (system and popen too: a shell that finds
+ * no such program), of a program that does not exist: each
  * returns as without libsmcr, which hands the connections' holds to the
  * next image before an exec and takes them back after, and the connection
  * goes on.
@@ -758,6 +759,10 @@ static void row_exec_fails(void)
 	       strerrorname_np(posix_spawn(&child, gone, NULL, NULL, argv, environ)));
 	printf("%-44s %s\n", "posix_spawnp, searched",
 	       strerrorname_np(posix_spawnp(&child, argv[0], NULL, NULL, argv, environ)));
+	CALL("system, its shell's status", system("smcr-no-such-program 2>/dev/null"));
+	FILE *shell = popen("smcr-no-such-program 2>/dev/null", "r");
+
+	CALL("popen, its shell's status", shell ? pclose(shell) : -1);
 	CALL("then send", send(c, "exec", 4, 0));
 	CALL("and recv", recv(s, buf, 4, MSG_WAITALL));
 	printf("%-44s %.4s\n", "bytes", buf);
