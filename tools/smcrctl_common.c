@@ -1,11 +1,14 @@
 /*
  * smcrctl_common.c - the helpers every smcrctl command may call: asking
- * smcrd over its control socket, saying it does not answer, walking its
+ * smcrd over its control socket, saying it does not answer (or refused
+ * this process), walking its
  * connection list, a connection's mode column, and command names made safe
  * to print, as text and in JSON.
  */
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -14,24 +17,41 @@
 #include "reason.h"
 #include "smcrctl_common.h"
 
+/* Why smcrd turned this process away, as its refusal said; empty if it did not. */
+static char refusal[sizeof(((struct smcr_control_msg *)0)->text) + 1];
+
+/*
+ * A reply that is smcrd's refusal of the whole process (a user at
+ * max_processes_per_user gets it unasked at connect, in place of any
+ * answer): its text, kept for smcrctl_no_daemon.
+ */
+static void note_refusal(const void *reply, ssize_t got)
+{
+	const struct smcr_control_msg *m = reply;
+
+	if (got >= (ssize_t)sizeof(*m) && m->type == SMCR_CONTROL_REGISTER && m->result < 0)
+		snprintf(refusal, sizeof(refusal), "%.*s", (int)sizeof(m->text),
+			 m->text[0] ? m->text : strerror(-m->result));
+}
+
 int smcrctl_ask(uint16_t type, uint64_t token, void *reply, size_t size)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct smcr_control_msg m = { .version = SMCR_CONTROL_VERSION, .type = type,
 				      .token = token };
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	int rc = -1;
+	ssize_t got = -1;
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", smcr_rundir(), SMCR_CONTROL_SOCKET);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-	    send(fd, &m, sizeof(m), MSG_NOSIGNAL) == sizeof(m) &&
-	    poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, 5000) == 1 &&
-	    recv(fd, reply, size, 0) == (ssize_t)size &&
-	    ((struct smcr_control_msg *)reply)->type == type)
-		rc = 0;
+	/* a refusal comes whatever was asked: it may be shorter than the reply */
+	if (fd >= 0 && size >= sizeof(m) && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    (send(fd, &m, sizeof(m), MSG_NOSIGNAL) == sizeof(m) || errno == EPIPE) &&
+	    poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, 5000) == 1)
+		got = recv(fd, reply, size, 0);
 	if (fd >= 0)
 		close(fd);
-	return rc;
+	note_refusal(reply, got);
+	return got == (ssize_t)size && ((struct smcr_control_msg *)reply)->type == type ? 0 : -1;
 }
 
 int smcrctl_each_conn(void (*fn)(const struct smcr_control_conn *conn, void *arg), void *arg)
@@ -64,10 +84,18 @@ char *smcrctl_conn_mode(const struct smcr_conn_view *c, char buf[SMCRCTL_MODE_SI
 	return buf;
 }
 
+const char *smcrctl_refusal(void)
+{
+	return refusal[0] ? refusal : NULL;
+}
+
 int smcrctl_no_daemon(void)
 {
-	fprintf(stderr, "smcrctl: smcrd not running (no answer on %s/%s)\n", smcr_rundir(),
-		SMCR_CONTROL_SOCKET);
+	if (smcrctl_refusal())
+		fprintf(stderr, "smcrctl: smcrd refused this process: %s\n", smcrctl_refusal());
+	else
+		fprintf(stderr, "smcrctl: smcrd not running (no answer on %s/%s)\n", smcr_rundir(),
+			SMCR_CONTROL_SOCKET);
 	return EXIT_NO_DAEMON;
 }
 

@@ -40,7 +40,17 @@ int smcrctl_each_conn(void (*fn)(const struct smcr_control_conn *conn, void *arg
 /* The mode column: "shm", "SMC-R", "CLC", or "TCP 0x03010000 PEERNOSMC" (and the peer's code). */
 char *smcrctl_conn_mode(const struct smcr_conn_view *c, char buf[SMCRCTL_MODE_SIZE]);
 
-/* "smcrctl: smcrd not running (...)" on stderr; returns EXIT_NO_DAEMON. */
+/*
+ * What smcrd's refusal of this process said (its user is at
+ * max_processes_per_user), if smcrctl_ask got one instead of an answer;
+ * NULL if it did not.
+ */
+const char *smcrctl_refusal(void);
+
+/*
+ * "smcrctl: smcrd not running (...)", or "smcrd refused this process: ..."
+ * (smcrctl_refusal), on stderr; returns EXIT_NO_DAEMON.
+ */
 int smcrctl_no_daemon(void);
 
 /*

@@ -18,8 +18,11 @@ int smcrctl_status(const struct smcrctl_args *a)
 	const double mib = 1024.0 * 1024.0;
 
 	if (smcrctl_ask(SMCR_CONTROL_STATUS, 0, &st, sizeof(st))) {
-		printf("smcrd:       not running (no answer on %s/%s)\n", smcr_rundir(),
-		       SMCR_CONTROL_SOCKET);
+		if (smcrctl_refusal())
+			printf("smcrd:       running, refused this process: %s\n", smcrctl_refusal());
+		else
+			printf("smcrd:       not running (no answer on %s/%s)\n", smcr_rundir(),
+			       SMCR_CONTROL_SOCKET);
 		return EXIT_NO_DAEMON;
 	}
 	printf("smcrd:       running (pid %d), configuration %s\n", st.daemon_pid, st.conf_path);

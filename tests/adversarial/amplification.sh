@@ -9,7 +9,8 @@
 #     others why; its descriptors and its shared memory (RssShmem) stay
 #     where they were, across three `smcrctl stats`; a process of the user
 #     beyond the 16 (grant_client, libsmcr's control client) is told why
-#     and goes on without smcrd (NODAEMON).
+#     and goes on without smcrd (NODAEMON), and so is its smcrctl (status,
+#     stats), which said smcrd was not running before.
 #  2. 8 regions fully allocated when registered, then emptied (holes
 #     punched) but for the first page, which still claims a full table:
 #     smcrd must stop reading them rather than refill them.
@@ -62,6 +63,12 @@ bounded "sparse regions"
 SMCR_LOG=debug "${as_flood[@]}" "$BIN/grant_client" 4096 > "$WORK/beyond.out" 2> "$WORK/beyond.err"
 expect_eq "the user's 17th process" "$(head -n 1 "$WORK/beyond.out")" "refused 4096: Transport endpoint is not connected"
 expect_eq "is told why" "$(grep -c 'smcrd did not register us (max_processes_per_user reached: smcrd serves 16 processes of uid' "$WORK/beyond.err")" 1
+"${as_flood[@]}" "$BIN/smcrctl" status > "$WORK/status-beyond.out" 2>&1
+expect_eq "the user's smcrctl status, beyond the 16" "$(head -n 1 "$WORK/status-beyond.out" | cut -c 1-66)" \
+	"smcrd:       running, refused this process: max_processes_per_user"
+"${as_flood[@]}" "$BIN/smcrctl" stats > /dev/null 2> "$WORK/stats-beyond.err"
+expect_eq "the user's smcrctl stats, beyond the 16" "$(cut -c 1-72 "$WORK/stats-beyond.err")" \
+	"smcrctl: smcrd refused this process: max_processes_per_user reached: smc"
 stop_bg "$sparse" KILL > /dev/null
 
 # 2. Regions emptied once registered.
