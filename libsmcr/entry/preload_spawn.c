@@ -2,9 +2,9 @@
  * preload_spawn.c - posix_spawn and posix_spawnp: a new process that
  * starts with a new image, made by the C library without its fork
  * handlers and with its own execve, which no preload sees.  So before the
- * call every connection is offered (the new image finds it at smcrd), and
- * the new image is handed a hold in flight per descriptor of a connection
- * it will start with, as an exec hands them (smcr_sock_spawn_prepare);
+ * call each connection the new image will start with is offered (it finds
+ * it at smcrd), and the new image is handed a hold in flight per such
+ * descriptor, as an exec hands them (smcr_sock_spawn_prepare);
  * they are taken back if the spawn fails.  Without the holds a parent
  * that closed its copy as soon as posix_spawn returned ended the
  * connection before the new image adopted it.

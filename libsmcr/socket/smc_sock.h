@@ -97,8 +97,9 @@ struct smcr_exec_handover {
 /*
  * An exec is about to replace this image: each descriptor of a connection
  * that stays open across it counts as a hold in flight, as a message
- * carrying it would, and this image's own hold becomes one of them (a
- * server's buffer is offered first).  Without that the new image added its
+ * carrying it would, and this image's own hold becomes one of them (the
+ * buffers of those connections are offered first; the others' are not:
+ * they close with the image).  Without that the new image added its
  * holds to the old one's, which nobody gave back: a connection the new
  * image closed was not ended, and its buffers stayed held until the
  * process exited.  A vfork child (python's subprocess) execs in its
@@ -113,7 +114,8 @@ void smcr_sock_exec_failed(const struct smcr_exec_handover *h);
  * posix_spawn is about to start a new image in a new process whose
  * descriptors include those of this process that parent_fds lists, one
  * entry per descriptor of the new image (numbers that are not connections
- * are passed over).  Each connection's buffer is offered first, and each
+ * are passed over).  Each such connection's buffer is offered first (no
+ * other's: a server's buffer is made and charged at its offer), and each
  * such descriptor counts as a hold in flight for the new image to take
  * up (smcr_sock_adopt), on top of this process's holds: before, the new
  * image added its holds only when it adopted the connection, so a parent

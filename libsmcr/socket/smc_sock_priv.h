@@ -60,7 +60,8 @@ struct smcr_sock {
 					   with it (offered()); -1: none */
 	struct smc_conn conn;
 	ino_t ino;                      /* the TCP socket's inode (0: unknown) */
-	unsigned long offer_call;       /* the smcr_sock_offer_all that last took it */
+	unsigned long offer_call;       /* the round of offers that last took it */
+	unsigned long handed_call;      /* the last round that found it handed to a new image */
 	uint64_t staging_granted;       /* what smcrd granted for the view's staging buffer
 					   (smc_sock_view.c): as large as that is */
 	struct smcr_sock *prev, *next;  /* every connection of the process */

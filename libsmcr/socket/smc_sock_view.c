@@ -913,6 +913,89 @@ static void hand_over_borrowed(struct smcr_exec_handover *h)
 		REAL(close)(dir);
 }
 
+/* A number for one round of offers, which marks the connections it takes. */
+static unsigned long offer_round(void)
+{
+	static unsigned long rounds;
+	unsigned long round;
+
+	pthread_mutex_lock(&all_lock);
+	round = ++rounds;
+	pthread_mutex_unlock(&all_lock);
+	return round;
+}
+
+/*
+ * Offers every connection of round for which wanted(sk, round) holds.  The
+ * offers are made outside all_lock: they take the control socket's lock,
+ * which fork takes before all_lock.  A reference keeps each connection
+ * while it is offered; in batches of 16, each connection once.
+ */
+static void offer_wanted(unsigned long round, bool (*wanted)(const struct smcr_sock *sk,
+							     unsigned long round))
+{
+	struct smcr_sock *batch[16];
+	unsigned int n;
+
+	do {
+		n = 0;
+		pthread_mutex_lock(&all_lock);
+		for (struct smcr_sock *sk = all; sk && n < 16; sk = sk->next)
+			if (sk->offer_call != round && wanted(sk, round) &&
+			    phase_of(sk) <= SMCR_SOCK_SETUP) {
+				sk->offer_call = round;
+				batch[n++] = smcr_sock_get(sk);
+			}
+		pthread_mutex_unlock(&all_lock);
+		for (unsigned int i = 0; i < n; i++) {
+			offer_before_handover(batch[i]);
+			smcr_sock_put(batch[i], -1);
+		}
+	} while (n == 16);
+}
+
+static bool any_connection(const struct smcr_sock *sk, unsigned long round)
+{
+	(void)sk;
+	(void)round;
+	return true;
+}
+
+static bool handed_this_round(const struct smcr_sock *sk, unsigned long round)
+{
+	return sk->handed_call == round;
+}
+
+void smcr_sock_offer_all(void)
+{
+	offer_wanted(offer_round(), any_connection);
+}
+
+/*
+ * Offers only the connections of this process's descriptors that a new
+ * image starts with: the n of fds, or (fds NULL) those not close-on-exec.
+ * Connections the new image never gets stay unoffered: a server's
+ * buffer is committed at its offer.
+ */
+static void offer_handed(const int *fds, unsigned int n)
+{
+	unsigned long round = offer_round();
+	struct smcr_sock *sk;
+
+	pthread_mutex_lock(&all_lock);
+	if (fds) {
+		for (unsigned int i = 0; i < n; i++)
+			if ((sk = smcr_fd_sock(fds[i])))
+				sk->handed_call = round;
+	} else {
+		for (int fd = smcr_fd_next_sock(0); fd >= 0; fd = smcr_fd_next_sock((unsigned int)fd + 1))
+			if (smcr_sys_survives_exec(fd))
+				smcr_fd_sock(fd)->handed_call = round;
+	}
+	pthread_mutex_unlock(&all_lock);
+	offer_wanted(round, handed_this_round);
+}
+
 /* Under all_lock: the holds in h are in flight, this image's own among them if h->own. */
 static void count_handed(const struct smcr_exec_handover *h)
 {
@@ -930,7 +1013,7 @@ void smcr_sock_exec_prepare(struct smcr_exec_handover *h)
 	h->n = 0;
 	/* not from a vfork child: its requests would go on our socket to smcrd */
 	if (h->own)
-		smcr_sock_offer_all();
+		offer_handed(NULL, 0);
 	pthread_mutex_lock(&all_lock);
 	if (!h->own)
 		hand_over_borrowed(h);
@@ -959,7 +1042,7 @@ void smcr_sock_spawn_prepare(struct smcr_exec_handover *h, const int *parent_fds
 {
 	h->own = false;
 	h->n = 0;
-	smcr_sock_offer_all();
+	offer_handed(parent_fds, n);
 	pthread_mutex_lock(&all_lock);
 	for (unsigned int i = 0; i < n; i++)
 		if (smcr_fd_sock(parent_fds[i]))
@@ -976,37 +1059,6 @@ void smcr_sock_spawn_done(const struct smcr_exec_handover *h, bool spawned)
 		smcr_sock_exec_failed(h);
 	for (unsigned int i = 0; i < h->n; i++)
 		smcr_sock_put(h->to[i].sk, -1);
-}
-
-/*
- * The offers are made outside all_lock: they take the control socket's
- * lock, which fork takes before all_lock.  A reference keeps each
- * connection while it is offered; in rounds of 16, each connection once.
- */
-void smcr_sock_offer_all(void)
-{
-	static unsigned long calls;
-	struct smcr_sock *batch[16];
-	unsigned long call;
-	unsigned int n;
-
-	pthread_mutex_lock(&all_lock);
-	call = ++calls;
-	pthread_mutex_unlock(&all_lock);
-	do {
-		n = 0;
-		pthread_mutex_lock(&all_lock);
-		for (struct smcr_sock *sk = all; sk && n < 16; sk = sk->next)
-			if (sk->offer_call != call && phase_of(sk) <= SMCR_SOCK_SETUP) {
-				sk->offer_call = call;
-				batch[n++] = smcr_sock_get(sk);
-			}
-		pthread_mutex_unlock(&all_lock);
-		for (unsigned int i = 0; i < n; i++) {
-			offer_before_handover(batch[i]);
-			smcr_sock_put(batch[i], -1);
-		}
-	} while (n == 16);
 }
 
 /* fork(), before: every connection is about to be held by one process more. */
