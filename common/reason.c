@@ -15,10 +15,14 @@ static const struct {
 #undef SMCR_REASON_ENTRY
 };
 
+enum smcr_reason smcr_reason_known(enum smcr_reason reason)
+{
+	return (unsigned int)reason < SMCR_REASON_COUNT ? reason : SMCR_REASON_INTERR;
+}
+
 static unsigned int index_of(enum smcr_reason reason)
 {
-	return (unsigned int)reason < SMCR_REASON_COUNT ? (unsigned int)reason
-							 : (unsigned int)SMCR_REASON_INTERR;
+	return (unsigned int)smcr_reason_known(reason);
 }
 
 uint32_t smcr_reason_code(enum smcr_reason reason)

@@ -43,6 +43,13 @@ enum smcr_reason {
 	SMCR_REASON_COUNT
 };
 
+/*
+ * reason itself if it is one of the table's, else SMCR_REASON_INTERR: for a
+ * reason read from memory another process can write (a connection's state
+ * page), before it names a counter, a record or a log line.
+ */
+enum smcr_reason smcr_reason_known(enum smcr_reason reason);
+
 uint32_t smcr_reason_code(enum smcr_reason reason);
 const char *smcr_reason_name(enum smcr_reason reason);
 const char *smcr_reason_text(enum smcr_reason reason);

@@ -80,7 +80,7 @@ int smc_conn_close_state(struct smc_conn *conn, uint8_t flags)
 	int rc;
 
 	smc_conn_lock(conn);
-	rc = conn->st->err ? -conn->st->err : 0;
+	rc = -smc_conn_error(conn);
 	if (!rc && (conn->st->local_state & flags) != flags) {
 		conn->st->local_state |= flags;
 		rc = smc_conn_cdc_send(conn);
@@ -180,7 +180,7 @@ int smc_conn_cdc_fetch(struct smc_conn *conn)
 {
 	uint8_t msg[SMC_CDC_MSG_LEN];
 	bool applied = false;
-	int rc;
+	int rc, err;
 
 	for (unsigned int n = 0; n < CDC_FETCH_MAX && !conn->st->err &&
 				 (rc = conn->ops->recv_cdc(conn, msg)) != 0; n++) {
@@ -192,8 +192,9 @@ int smc_conn_cdc_fetch(struct smc_conn *conn)
 		}
 		applied = true;
 	}
-	if (conn->st->err)
-		return -conn->st->err;
+	err = smc_conn_error(conn);
+	if (err)
+		return -err;
 	/* the peer may have asked for our cursor, or said it is blocked */
 	return applied ? smc_conn_consumer_update(conn, false) : 0;
 }

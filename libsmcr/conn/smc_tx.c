@@ -26,8 +26,10 @@
 /* What a send fails with now, or 0. */
 static int tx_error(const struct smc_conn *conn)
 {
-	if (conn->st->err)
-		return -conn->st->err;
+	int err = smc_conn_error(conn);
+
+	if (err)
+		return -err;
 	if ((conn->st->local_state & CLOSE_STATE_FLAGS) ||
 	    ((conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED) && conn->st->tx_after_close))
 		return -EPIPE;

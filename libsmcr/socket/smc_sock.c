@@ -324,7 +324,7 @@ bool smcr_sock_getsockopt(struct smcr_sock *sk, int level, int name, void *value
 	    !value || !len || *len < (socklen_t)sizeof(int))
 		return false;
 	smc_conn_lock(&sk->conn);
-	err = sk->conn.st->err;
+	err = smc_conn_error(&sk->conn);
 	if (!err && epipe_untold(sk->conn.st)) {
 		err = EPIPE;            /* reported once, as TCP's */
 		sk->conn.st->tx_epipe_told = true;

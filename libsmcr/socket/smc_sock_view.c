@@ -1143,7 +1143,10 @@ static void shut_as_asked(struct smcr_sock *sk, int fd, enum smcr_sock_phase pha
 		REAL(shutdown)(fd, bits - 1);
 }
 
-/* fd stays on TCP for reason: said once, per descriptor, in the counters and the record. */
+/*
+ * fd stays on TCP for reason (one of the table's: it indexes the counters):
+ * said once, per descriptor, in the counters and the record.
+ */
 static void fell_back(struct smcr_sock *sk, int fd, enum smcr_reason reason)
 {
 	smcr_fd_set_reason(fd, reason);
@@ -1157,7 +1160,7 @@ static void fell_back(struct smcr_sock *sk, int fd, enum smcr_reason reason)
 /* Under the connection lock: the exchange of fd ended in state. */
 static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 {
-	enum smcr_reason reason = sk->sh->setup.reason;
+	enum smcr_reason reason = smcr_reason_known(sk->sh->setup.reason);
 
 	if (state == SMC_SETUP_DONE) {
 		sk->conn.sock = fd;
@@ -1206,7 +1209,7 @@ static void note_declined(struct smcr_sock *sk, int fd)
 	if (atomic_load(&sk->sh->writes_tcp))
 		return;
 	withdraw(sk, fd);
-	fell_back(sk, fd, sk->sh->setup.reason);
+	fell_back(sk, fd, smcr_reason_known(sk->sh->setup.reason));
 	atomic_store(&sk->sh->writes_tcp, true);
 }
 

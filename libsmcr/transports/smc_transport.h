@@ -388,6 +388,19 @@ static inline void smc_conn_lock(struct smc_conn *conn)
 		conn->st->err = ECONNRESET;
 }
 
+/*
+ * The errno every call on the connection fails with from now on, or 0:
+ * st->err, read once, as another process holding the socket may have
+ * written it.  A call returns its negation, so anything but an errno (a
+ * negative number would read as a count of bytes) is ECONNRESET.
+ */
+static inline int smc_conn_error(const struct smc_conn *conn)
+{
+	int err = __atomic_load_n(&conn->st->err, __ATOMIC_RELAXED);
+
+	return err > 0 && err < 4096 ? err : err ? ECONNRESET : 0;
+}
+
 static inline void smc_conn_unlock(struct smc_conn *conn)
 {
 	smcr_shared_lock_give(&conn->st->lock);

@@ -9,6 +9,7 @@
  * status.  A socketpair carries the test's own stepping and results.
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -781,6 +782,38 @@ static void rewritten_state_is_a_reset_not_a_crash(void **state)
 	pair_run(&small_rings, rewrite_parent, rewrite_child);
 }
 
+/*
+ * The error every call fails with is in the page too: one that another
+ * holder rewrote to what is no errno fails the calls with ECONNRESET,
+ * never makes them return it as a count of bytes (a send of 1 byte that
+ * said 65536 went, a recv into 64 bytes that said 1 MiB came).
+ */
+static void forged_error_parent(struct smc_conn *conn, int sock)
+{
+	conn->st->err = -65536;
+	assert_int_equal(send_buf(conn, "x", 1, 0, false), -ECONNRESET);
+	put(sock, 1);
+	get(sock);
+}
+
+static void forged_error_child(struct smc_conn *conn, int sock)
+{
+	char buf[64];
+
+	get(sock);
+	conn->st->err = -(1 << 20);
+	CHECK(recv_buf(conn, buf, sizeof(buf), MSG_DONTWAIT) == -ECONNRESET);
+	conn->st->err = INT_MIN;
+	CHECK(recv_buf(conn, buf, sizeof(buf), MSG_DONTWAIT) == -ECONNRESET);
+	put(sock, 1);
+}
+
+static void a_forged_error_is_a_reset_not_a_count(void **state)
+{
+	(void)state;
+	pair_run(&small_rings, forged_error_parent, forged_error_child);
+}
+
 /* A reader blocked in one thread; abort from another wakes it. */
 static void *blocked_reader(void *arg)
 {
@@ -1040,6 +1073,7 @@ int main(void)
 		PAIR_TEST(idle_reader_uses_no_cpu),
 		PAIR_TEST(bad_cdc_is_an_abort_not_a_crash),
 		PAIR_TEST(rewritten_state_is_a_reset_not_a_crash),
+		PAIR_TEST(a_forged_error_is_a_reset_not_a_count),
 	};
 
 	/* a child's CHECK must not leave its parent blocked on a dead socket */
