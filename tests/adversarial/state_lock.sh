@@ -22,8 +22,10 @@ start_smcrd "$PORT" 32
 test_user smcr-locker
 chmod 755 "$WORK"
 
+cp "$SRC/tests/integration/used_conns.py" "$WORK/"
 cat > "$WORK/acceptor.py" <<'EOS'
 import os, socket, sys, time
+import used_conns                # from tests/integration, beside this script
 addr, port, work, size = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 lst = socket.socket()
 lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -36,12 +38,7 @@ u.listen(1)
 print("ready", flush=True)
 worker, _ = u.accept()
 def used():                     # a connection the acceptor has read and answered
-    c, _ = lst.accept()
-    hello = b""
-    while not hello.endswith(b"\n"):
-        hello += c.recv(1)
-    c.sendall(b"ok\n")
-    return c
+    return used_conns.accepted(lst)
 def attacked(name, sends):
     c = used()
     socket.send_fds(worker, [name.encode()[:1]], [c.fileno()])
@@ -107,15 +104,10 @@ EOS
 
 cat > "$WORK/client.py" <<'EOS'
 import os, socket, sys, threading
+import used_conns
 addr, port, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def used():
-    s = socket.create_connection((addr, port))
-    s.sendall(b"hello\n")
-    got = b""
-    while len(got) < 3:
-        got += s.recv(3 - len(got))
-    assert got == b"ok\n", got
-    return s
+    return used_conns.connected(addr, port)
 def drain(s):                   # what comes on an attacked connection is the worker's to break
     s.settimeout(60)
     try:

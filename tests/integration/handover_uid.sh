@@ -30,8 +30,10 @@ worker_user=$TEST_UID
 chmod 755 "$WORK"
 chmod 1777 "$SAN_DIR"                   # the workers' sanitizer reports
 
+cp "$SRC/tests/integration/used_conns.py" "$WORK/"
 cat > "$WORK/acceptor.py" <<'EOS'
 import os, socket, sys
+import used_conns                # from tests/integration, beside this script
 addr, port, work = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 honest_n, own_n, hostile_n, size = map(int, sys.argv[4:8])
 def unix_listener(name):
@@ -49,12 +51,7 @@ print("ready", flush=True)
 honest, _ = honest_l.accept()
 hostile, _ = hostile_l.accept()
 def used():                     # a connection the acceptor has read and answered
-    c, _ = lst.accept()
-    hello = b""
-    while not hello.endswith(b"\n"):
-        hello += c.recv(1)
-    c.sendall(b"ok\n")
-    return c
+    return used_conns.accepted(lst)
 for _ in range(honest_n):
     c = used()
     socket.send_fds(honest, [b"c"], [c.fileno()])
@@ -161,16 +158,11 @@ EOS
 
 cat > "$WORK/client.py" <<'EOS'
 import os, socket, sys, threading
+import used_conns
 addr, port = sys.argv[1], int(sys.argv[2])
 honest_n, own_n, hostile_n, size = map(int, sys.argv[3:7])
 def used():
-    s = socket.create_connection((addr, port))
-    s.sendall(b"hello\n")
-    got = b""
-    while len(got) < 3:
-        got += s.recv(3 - len(got))
-    assert got == b"ok\n", got
-    return s
+    return used_conns.connected(addr, port)
 def echo(s):
     data = os.urandom(size)
     t = threading.Thread(target=s.sendall, args=(data,))
