@@ -989,8 +989,8 @@ static void offer_handed(const int *fds, unsigned int n)
 				sk->handed_call = round;
 	} else {
 		for (int fd = smcr_fd_next_sock(0); fd >= 0; fd = smcr_fd_next_sock((unsigned int)fd + 1))
-			if (smcr_sys_survives_exec(fd))
-				smcr_fd_sock(fd)->handed_call = round;
+			if (smcr_sys_survives_exec(fd) && (sk = smcr_fd_sock(fd)))
+				sk->handed_call = round;
 	}
 	pthread_mutex_unlock(&all_lock);
 	offer_wanted(round, handed_this_round);
