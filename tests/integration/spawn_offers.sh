@@ -62,6 +62,7 @@ wait_for "$WORK/server.out" listening || { fail "the server did not start"; fini
 exec 3> >(run_mode smcr "$PY" "$WORK/client.py" "$TEST_ADDR" "$PORT" > "$WORK/client.out" \
 	2> "$WORK/client.err")
 until_true grep -qs 'spawned true' "$WORK/server.out" || fail "the server did not spawn true"
+wait_for "$WORK/client.out" connected || fail "the client did not connect"  # its offers made
 expect_eq "buffers on offer after spawning true: the clients' 4 only" "$(offered)" "4 offered"
 echo go > "$WORK/go"
 until_true grep -qs 'spawned cat' "$WORK/server.out" || fail "the server did not spawn cat"
