@@ -37,6 +37,7 @@
 #include "daemon.h"
 #include "pidfd.h"
 #include "quota.h"
+#include "ration.h"
 #include "smcrd_log.h"
 
 #define PEAK_SAMPLE_MS 1000     /* how often the open connections are counted, while any are */
@@ -662,6 +663,35 @@ static void host_figures(const struct smcrd_control *ctl, const struct smcrd *d,
 }
 
 /*
+ * STATUS, STATS and CONNS read every registered process's region, some
+ * 7 ms of smcrd's time each for a user's 256 processes claiming full
+ * tables: rationed per uid but root's, at most 32 a second.
+ */
+#define READS_PER_SECOND 32
+
+/* Whether c may have request m served now; if not, m says why. */
+static bool read_allowed(const struct smcrd_client *c, struct smcr_control_msg *m)
+{
+	static struct smcrd_rations rations = SMCRD_RATIONS(READS_PER_SECOND, 1);
+	unsigned int refused;
+	struct smcrd_ration *r;
+
+	if ((m->type != SMCR_CONTROL_STATUS && m->type != SMCR_CONTROL_STATS &&
+	     m->type != SMCR_CONTROL_CONNS) || c->uid == 0)
+		return true;
+	r = smcrd_ration_of(&rations, c->uid, now_ms() / 1000, &refused);
+	if (smcrd_ration_take(&rations, r))
+		return true;
+	m->result = -EAGAIN;
+	snprintf(m->text, sizeof(m->text), "uid %u asks for statistics more than %d times a "
+		 "second: try again", (unsigned int)c->uid, READS_PER_SECOND);
+	if (r->refused == 1)
+		smcrd_log_client(c->uid, LOG_NOTICE, "process %d (%s): %s", (int)c->pid, c->comm,
+				 m->text);
+	return false;
+}
+
+/*
  * Answers one well-formed request; in[]: the descriptors it carried (closed
  * by the caller), short_of_fds: not all of them, we are out of descriptors.
  * False if the client must be dropped.
@@ -680,6 +710,10 @@ static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smc
 	smcrd_limits(d, &l);
 	m->result = 0;
 	m->text[0] = '\0';
+	if (!read_allowed(c, m)) {
+		host_figures(ctl, d, m, l.memory);
+		return reply(c, m, sizeof(*m), NULL, 0);
+	}
 	switch (m->type) {
 	case SMCR_CONTROL_REGISTER:
 		/* Short of descriptors, the region was lost: the process counts alone. */

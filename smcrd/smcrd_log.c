@@ -3,8 +3,8 @@
  * made printable on its way out: lines carry what other processes chose
  * (their command names), and the log ends up on an administrator's
  * terminal (smcrd -f, journalctl).  What clients make smcrd say is rationed
- * per uid: a client is cut off at its first malformed request, but it can
- * connect again at once, as often as it likes.
+ * per uid (ration.h): a client is cut off at its first malformed request,
+ * but it can connect again at once, as often as it likes.
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "printable.h"
+#include "ration.h"
 #include "smcrd_log.h"
 
 static int max_priority = LOG_NOTICE;   /* log_level = warn, the default */
@@ -59,17 +60,8 @@ void smcrd_log(int priority, const char *fmt, ...)
 	va_end(ap);
 }
 
-#define CLIENT_LINES 10         /* lines per uid ... */
-#define CLIENT_WINDOW_S 60      /* ... in each such window */
-#define CLIENT_UIDS 64          /* uids rationed at once; the longest quiet one makes room */
-
-/* One uid's ration: lines logged and held back in its window. */
-struct ration {
-	uid_t uid;
-	bool used;
-	uint64_t window;                /* CLOCK_MONOTONIC second it began */
-	unsigned int logged, held_back;
-};
+/* At most 10 lines per uid in each minute. */
+static struct smcrd_rations rations = SMCRD_RATIONS(10, 60);
 
 static uint64_t now_s(void)
 {
@@ -79,41 +71,21 @@ static uint64_t now_s(void)
 	return (uint64_t)ts.tv_sec;
 }
 
-/* uid's ration, or the slot of the uid whose window began longest ago, made uid's. */
-static struct ration *ration_of(uid_t uid)
-{
-	static struct ration rations[CLIENT_UIDS];
-	struct ration *r = &rations[0];
-
-	for (size_t i = 0; i < CLIENT_UIDS; i++) {
-		if (rations[i].used && rations[i].uid == uid)
-			return &rations[i];
-		if (!rations[i].used || (r->used && rations[i].window < r->window))
-			r = &rations[i];
-	}
-	*r = (struct ration){ .uid = uid, .used = true, .window = now_s() };
-	return r;
-}
-
 void smcrd_log_client(uid_t uid, int priority, const char *fmt, ...)
 {
-	struct ration *r = ration_of(uid);
-	uint64_t now = now_s();
+	unsigned int held_back;
+	struct smcrd_ration *r = smcrd_ration_of(&rations, uid, now_s(), &held_back);
 	va_list ap;
 
-	if (now - r->window >= CLIENT_WINDOW_S) {
-		if (r->held_back)
-			smcrd_log(LOG_NOTICE, "uid %u: %u more messages about its processes were "
-				  "not logged", (unsigned int)uid, r->held_back);
-		*r = (struct ration){ .uid = uid, .used = true, .window = now };
-	}
-	if (r->logged == CLIENT_LINES) {
-		if (r->held_back++ == 0)
+	if (held_back)
+		smcrd_log(LOG_NOTICE, "uid %u: %u more messages about its processes were "
+			  "not logged", (unsigned int)uid, held_back);
+	if (!smcrd_ration_take(&rations, r)) {
+		if (r->refused == 1)
 			smcrd_log(LOG_NOTICE, "uid %u: no more messages about its processes for "
-				  "up to %d s", (unsigned int)uid, CLIENT_WINDOW_S);
+				  "up to %u s", (unsigned int)uid, rations.window_s);
 		return;
 	}
-	r->logged++;
 	va_start(ap, fmt);
 	log_va(priority, fmt, ap);
 	va_end(ap);

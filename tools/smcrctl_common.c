@@ -17,19 +17,20 @@
 #include "reason.h"
 #include "smcrctl_common.h"
 
-/* Why smcrd turned this process away, as its refusal said; empty if it did not. */
+/* Why smcrd turned this process or its request away, as it said; empty if it did not. */
 static char refusal[sizeof(((struct smcr_control_msg *)0)->text) + 1];
 
 /*
- * A reply that is smcrd's refusal of the whole process (a user at
- * max_processes_per_user gets it unasked at connect, in place of any
- * answer): its text, kept for smcrctl_no_daemon.
+ * A reply that is smcrd's refusal, shorter than the answer asked for: of
+ * the whole process (a user at max_processes_per_user gets it unasked at
+ * connect, in place of any answer), or of the request (a user asking for
+ * statistics too often): its text, kept for smcrctl_no_daemon.
  */
 static void note_refusal(const void *reply, ssize_t got)
 {
 	const struct smcr_control_msg *m = reply;
 
-	if (got >= (ssize_t)sizeof(*m) && m->type == SMCR_CONTROL_REGISTER && m->result < 0)
+	if (got >= (ssize_t)sizeof(*m) && m->result < 0)
 		snprintf(refusal, sizeof(refusal), "%.*s", (int)sizeof(m->text),
 			 m->text[0] ? m->text : strerror(-m->result));
 }
@@ -92,7 +93,7 @@ const char *smcrctl_refusal(void)
 int smcrctl_no_daemon(void)
 {
 	if (smcrctl_refusal())
-		fprintf(stderr, "smcrctl: smcrd refused this process: %s\n", smcrctl_refusal());
+		fprintf(stderr, "smcrctl: smcrd refused: %s\n", smcrctl_refusal());
 	else
 		fprintf(stderr, "smcrctl: smcrd not running (no answer on %s/%s)\n", smcr_rundir(),
 			SMCR_CONTROL_SOCKET);

@@ -41,14 +41,14 @@ int smcrctl_each_conn(void (*fn)(const struct smcr_control_conn *conn, void *arg
 char *smcrctl_conn_mode(const struct smcr_conn_view *c, char buf[SMCRCTL_MODE_SIZE]);
 
 /*
- * What smcrd's refusal of this process said (its user is at
- * max_processes_per_user), if smcrctl_ask got one instead of an answer;
- * NULL if it did not.
+ * What smcrd's refusal said (its user is at max_processes_per_user, or
+ * asks for statistics too often), if smcrctl_ask got one instead of an
+ * answer; NULL if it did not.
  */
 const char *smcrctl_refusal(void);
 
 /*
- * "smcrctl: smcrd not running (...)", or "smcrd refused this process: ..."
+ * "smcrctl: smcrd not running (...)", or "smcrd refused: ..."
  * (smcrctl_refusal), on stderr; returns EXIT_NO_DAEMON.
  */
 int smcrctl_no_daemon(void);

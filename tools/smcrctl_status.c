@@ -19,7 +19,7 @@ int smcrctl_status(const struct smcrctl_args *a)
 
 	if (smcrctl_ask(SMCR_CONTROL_STATUS, 0, &st, sizeof(st))) {
 		if (smcrctl_refusal())
-			printf("smcrd:       running, refused this process: %s\n", smcrctl_refusal());
+			printf("smcrd:       running, refused: %s\n", smcrctl_refusal());
 		else
 			printf("smcrd:       not running (no answer on %s/%s)\n", smcr_rundir(),
 			       SMCR_CONTROL_SOCKET);

@@ -17,6 +17,10 @@
 #  3. 200 malformed requests, one per connection: smcrd hangs up on each,
 #     and logs at most 10 lines for the user, plus one saying it holds the
 #     rest back.
+#  4. 500 statistics requests in a row on one connection (each reads every
+#     process's region): smcrd serves at most 32 a second to a uid but
+#     root, refusing the rest with EAGAIN and saying why; root's `smcrctl
+#     stats` answers at once.
 # Through it all, a root preloaded client and server (socat) get their
 # connections over $SMCR_TEST_TRANSPORT, byte-exact, with no fallback (the
 # reason printed if one is seen), and `smcrctl status` answers.
@@ -64,11 +68,11 @@ SMCR_LOG=debug "${as_flood[@]}" "$BIN/grant_client" 4096 > "$WORK/beyond.out" 2>
 expect_eq "the user's 17th process" "$(head -n 1 "$WORK/beyond.out")" "refused 4096: Transport endpoint is not connected"
 expect_eq "is told why" "$(grep -c 'smcrd did not register us (max_processes_per_user reached: smcrd serves 16 processes of uid' "$WORK/beyond.err")" 1
 "${as_flood[@]}" "$BIN/smcrctl" status > "$WORK/status-beyond.out" 2>&1
-expect_eq "the user's smcrctl status, beyond the 16" "$(head -n 1 "$WORK/status-beyond.out" | cut -c 1-66)" \
-	"smcrd:       running, refused this process: max_processes_per_user"
+expect_eq "the user's smcrctl status, beyond the 16" "$(head -n 1 "$WORK/status-beyond.out" | cut -c 1-53)" \
+	"smcrd:       running, refused: max_processes_per_user"
 "${as_flood[@]}" "$BIN/smcrctl" stats > /dev/null 2> "$WORK/stats-beyond.err"
-expect_eq "the user's smcrctl stats, beyond the 16" "$(cut -c 1-72 "$WORK/stats-beyond.err")" \
-	"smcrctl: smcrd refused this process: max_processes_per_user reached: smc"
+expect_eq "the user's smcrctl stats, beyond the 16" "$(cut -c 1-59 "$WORK/stats-beyond.err")" \
+	"smcrctl: smcrd refused: max_processes_per_user reached: smc"
 stop_bg "$sparse" KILL > /dev/null
 
 # 2. Regions emptied once registered.
@@ -88,6 +92,17 @@ if [ "$lines" -le 11 ]; then
 else
 	fail "smcrd logged $lines lines about the user's 249 connections: more than 11"
 fi
+
+# 4. Statistics asked for without pause: each reads every region.
+"${as_flood[@]}" "$BIN/control_hog" stats 500 > "$WORK/stats.out" 2>&1
+read -r served refused <<< "$(sed -n 's/^served: \([0-9]*\) refused: \([0-9]*\).*/\1 \2/p' "$WORK/stats.out")"
+if [ "${served:-0}" -ge 1 ] && [ "${refused:-0}" -ge 1 ] &&
+   grep -q 'more than 32 times a second: try again' "$WORK/stats.out"; then
+	pass "the user's 500 statistics requests: $served served, $refused refused $(grep -o '(.*)' "$WORK/stats.out")"
+else
+	fail "the user's 500 statistics requests: $(cat "$WORK/stats.out")"
+fi
+"$BIN/smcrctl" stats > /dev/null || fail "root's smcrctl stats, right after"
 
 victim_unharmed "root's connections after the attacks" "$PORT" "$CONNS" 65536
 finish

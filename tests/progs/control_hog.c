@@ -19,6 +19,10 @@
  *   control_hog malformed N
  *       N connections one after the other, each sending one request of
  *       the wrong length.  Prints "hung up on: H of N", "done".
+ *   control_hog stats N
+ *       One connection asking for the statistics N times, each as soon as
+ *       the last was answered.  Prints "served: S refused: R (TEXT)", TEXT
+ *       being the last refusal's, "done".
  *   control_hog passed
  *       A child connects, hands the connection to its parent (SCM_RIGHTS)
  *       and exits; the parent reaps it and prints "connected PID" (the
@@ -161,6 +165,25 @@ static void malformed(int n)
 	printf("hung up on: %d of %d\n", hung_up, n);
 }
 
+static void stats(int n)
+{
+	struct smcr_control_msg m, refusal = { 0 };
+	int fd = connect_smcrd(), served = 0, refused = 0;
+
+	for (int i = 0; i < n; i++) {
+		int rc = ask(fd, SMCR_CONTROL_STATS, 0, -1, &m);
+
+		served += rc == 0;
+		if (rc == -EAGAIN) {
+			refused++;
+			refusal = m;
+		}
+	}
+	printf("served: %d refused: %d (%.*s)\n", served, refused, (int)sizeof(refusal.text),
+	       refusal.text);
+	close(fd);
+}
+
 /* The child's control connection, used by the parent once the child has gone. */
 static void passed(void)
 {
@@ -230,9 +253,13 @@ int main(int argc, char **argv)
 		malformed(atoi(argv[2]));
 		printf("done\n");
 		return 0;
+	} else if (argc == 3 && strcmp(argv[1], "stats") == 0) {
+		stats(atoi(argv[2]));
+		printf("done\n");
+		return 0;
 	} else {
 		fprintf(stderr, "usage: control_hog grant CONNS FIRST CHUNK | register CONNS "
-			"sparse|punched | malformed N | passed | at PID PROG ARGS...\n");
+			"sparse|punched | malformed N | stats N | passed | at PID PROG ARGS...\n");
 		return 2;
 	}
 	printf("done\n");
