@@ -125,9 +125,16 @@ static void link_forgotten(struct smc_rdma_endpoint *ep)
 {
 	struct rdma_conn *rc = (struct rdma_conn *)ep;
 
-	/* the wake-up eventfd is shared with the parent, whose waiters it would wake */
 	atomic_store(&rc->down, true);
 	atomic_fetch_add_explicit(&rc->wakes, 1, memory_order_release);
+	/*
+	 * The wake-up eventfds are the parent's, whose waiters a write would
+	 * wake: the child lets go of them.  Kept, a child could make them
+	 * blocking (file status flags are shared) and fill their counters, and
+	 * every wake-up of the parent's would then block for ever.
+	 */
+	smcr_sys_close_kept(&rc->wake_fd);
+	smcr_sys_close_kept(&rc->sleep_fd);
 }
 
 static const struct smc_rdma_endpoint_ops endpoint_ops = {
