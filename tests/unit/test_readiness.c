@@ -2,10 +2,12 @@
  * Unit tests of readiness (libsmcr/shim/epoll.c, poll.c,
  * readiness_common.c), called through readiness.h as the interposers of
  * libsmcr/entry/preload_wait.c call it: epoll's level-triggered,
- * EPOLLET, EPOLLONESHOT, DEL, MOD, EPOLLEXCLUSIVE and close; a sleeper
- * woken by news from another thread, and timeouts; poll's and select's
- * bits beside a pipe; an epoll instance nested in another, or in poll; a
- * server's wait for POLLOUT ending at its Proposal's deadline.
+ * EPOLLET, EPOLLONESHOT, DEL, MOD, EPOLLEXCLUSIVE and close; idle members
+ * left unlooked at, but not where another instance or poll also waits on
+ * their connection; a sleeper woken by news from another thread, and
+ * timeouts; poll's and select's bits beside a pipe; an epoll instance
+ * nested in another, or in poll; a server's wait for POLLOUT ending at its
+ * Proposal's deadline.
  *
  * The socket layer is faked at link time: this file defines every
  * smcr_sock_* function the shim objects need (nm -u), and
@@ -69,6 +71,9 @@ struct smcr_sock {
 	_Atomic bool armed;             /* as the real one, armed from the start */
 	_Atomic int refs;               /* the descriptor table's */
 	_Atomic int tcp_ended;          /* smcr_sock_tcp_ended() calls */
+	_Atomic unsigned int watchers;  /* as the real one's: epoll registrations */
+	_Atomic int looks;              /* smcr_sock_poll() calls */
+	_Atomic bool polled;
 	int wake_fd;
 	bool server;                    /* in the exchange: its Proposal is due once a
 					   write is wanted (smcr_sock_want_send) */
@@ -144,6 +149,7 @@ enum smcr_fd_state smcr_handshake_settle(int fd)
 
 unsigned int smcr_sock_poll(struct smcr_sock *sk)
 {
+	atomic_fetch_add(&sk->looks, 1);
 	return atomic_load(&sk->phase) < SMCR_SOCK_SMC ? atomic_load(&sk->setup_mask)
 						       : atomic_load(&sk->mask);
 }
@@ -181,6 +187,22 @@ bool smcr_sock_arm(struct smcr_sock *sk, uint32_t since, bool signalled)
 int smcr_sock_wake_fd(struct smcr_sock *sk)
 {
 	return sk->wake_fd;
+}
+
+unsigned int smcr_sock_watchers(struct smcr_sock *sk, int delta)
+{
+	return atomic_fetch_add(&sk->watchers, (unsigned int)delta) + (unsigned int)delta;
+}
+
+bool smcr_sock_polled(struct smcr_sock *sk)
+{
+	return !atomic_exchange(&sk->polled, true);
+}
+
+/* One process holds every fake connection. */
+bool smcr_sock_lone_waiter(struct smcr_sock *sk)
+{
+	return atomic_load(&sk->watchers) <= 1 && !atomic_load(&sk->polled);
 }
 
 /* What a peer's CDC does: the state changes, events() moves, an armed waiter is woken. */
@@ -565,6 +587,64 @@ static void epoll_exclusive_never_modified(void **state)
 	single_close(&one);
 }
 
+#define IDLE 50
+
+/*
+ * Idle members, armed once, are looked at no more (epoll.c: the hot list)
+ * until their wake descriptor fires, however often epoll_wait reports the
+ * busy one beside them; news on one of them is told at once.
+ */
+static void epoll_idle_members_not_looked_at(void **state)
+{
+	struct single busy = single_open(SMCR_SOCK_SMC, POLLIN, EPOLLIN);
+	struct conn idle[IDLE];
+	struct epoll_event out[4];
+	int looks = 0;
+
+	(void)state;
+	for (int i = 0; i < IDLE; i++) {
+		idle[i] = conn_open(SMCR_SOCK_SMC, POLLOUT);
+		assert_int_equal(ep_ctl(busy.ep, EPOLL_CTL_ADD, idle[i].fd, EPOLLIN, i), 0);
+	}
+	assert_int_equal(ep_one(busy.ep, DATA_A, 0), EPOLLIN);        /* looks at each, arms it */
+	for (int i = 0; i < IDLE; i++)
+		looks += atomic_load(&idle[i].sk->looks);
+	for (int round = 0; round < 20; round++)
+		assert_int_equal(ep_one(busy.ep, DATA_A, 0), EPOLLIN);
+	for (int i = 0; i < IDLE; i++)
+		looks -= atomic_load(&idle[i].sk->looks);
+	assert_int_equal(looks, 0);
+	news(idle[7].sk, POLLIN | POLLOUT);
+	assert_int_equal(smcr_epoll_wait(busy.ep, out, 4, 0, NULL), 2);
+	assert_int_equal(events_of(out, 2, 7), EPOLLIN);
+	assert_int_equal(events_of(out, 2, DATA_A), EPOLLIN);
+	for (int i = 0; i < IDLE; i++)
+		conn_close(&idle[i]);
+	single_close(&busy);
+}
+
+/*
+ * A connection in two instances: one of them, arming it, reads its wake
+ * descriptor empty, and the kernel drops the other's event with it; so
+ * neither leaves it unlooked at (epoll.c: a member is quiet only when its
+ * instance is all that waits on it), and the other still tells its news.
+ */
+static void epoll_member_of_two_instances(void **state)
+{
+	struct single writer = single_open(SMCR_SOCK_SMC, 0, EPOLLOUT);
+	int reader = ep_new();
+
+	(void)state;
+	assert_int_equal(ep_ctl(reader, EPOLL_CTL_ADD, writer.c.fd, EPOLLIN, DATA_B), 0);
+	assert_int_equal(ep_one(reader, DATA_B, 0), 0);
+	assert_int_equal(ep_one(writer.ep, DATA_A, 0), 0);
+	news(writer.c.sk, POLLIN);
+	assert_int_equal(ep_one(writer.ep, DATA_A, 0), 0);     /* not writable: armed again */
+	assert_int_equal(ep_one(reader, DATA_B, 0), EPOLLIN);
+	ep_close(reader);
+	single_close(&writer);
+}
+
 /* A connection whose CLC exchange is under way is not the application's to see yet. */
 static void epoll_member_waits_for_smc(void **state)
 {
@@ -713,6 +793,39 @@ static uint32_t wake_waiter(struct waiter *w, void *(*body)(void *), struct smcr
 	assert_true(w->ms < GUARD_MS);
 	assert_int_equal(w->rc, 1);
 	return w->got;
+}
+
+/* Polls w->fd for POLLOUT alone, SHORT_MS: news of readability wakes it, and it arms again. */
+static void *poll_out_waiter(void *arg)
+{
+	struct waiter *w = arg;
+
+	atomic_store(&w->tid, gettid());
+	w->p = (struct pollfd){ .fd = w->fd, .events = POLLOUT };
+	w->rc = smcr_poll(&w->p, 1, SHORT_MS, NULL);
+	return NULL;
+}
+
+/*
+ * poll, arming a connection an epoll instance left unlooked at, reads its
+ * wake descriptor empty after news, and the kernel drops the instance's
+ * event with it; the instance looks at all its members again
+ * (smcr_epoll_resweep) and still tells the news.
+ */
+static void epoll_member_armed_by_poll(void **state)
+{
+	struct single one = single_open(SMCR_SOCK_SMC, 0, EPOLLIN);
+	struct waiter w = { .fd = one.c.fd };
+
+	(void)state;
+	assert_int_equal(ep_one(one.ep, DATA_A, 0), 0);        /* armed: quiet */
+	assert_int_equal(pthread_create(&w.thread, NULL, poll_out_waiter, &w), 0);
+	assert_true(wait_asleep(&w));
+	news(one.c.sk, POLLIN);
+	assert_int_equal(pthread_join(w.thread, NULL), 0);
+	assert_int_equal(w.rc, 0);
+	assert_int_equal(ep_one(one.ep, DATA_A, 0), EPOLLIN);
+	single_close(&one);
 }
 
 static void epoll_wait_woken(void **state)
@@ -971,12 +1084,15 @@ int main(void)
 		cmocka_unit_test(epoll_close_forgets),
 		cmocka_unit_test(epoll_close_after_del_forgets),
 		cmocka_unit_test(epoll_exclusive_never_modified),
+		cmocka_unit_test(epoll_idle_members_not_looked_at),
+		cmocka_unit_test(epoll_member_of_two_instances),
 		cmocka_unit_test(epoll_member_waits_for_smc),
 		cmocka_unit_test(epoll_member_handed_back_on_tcp),
 		cmocka_unit_test(epoll_tcp_end_reaches_connection),
 		cmocka_unit_test(epoll_app_data_that_looks_like_ours),
 		cmocka_unit_test(epoll_app_data_like_ours_closed),
 		cmocka_unit_test(epoll_wait_woken),
+		cmocka_unit_test(epoll_member_armed_by_poll),
 		cmocka_unit_test(poll_woken),
 		cmocka_unit_test(timeouts_return_zero),
 		cmocka_unit_test(poll_bits_beside_a_pipe),
