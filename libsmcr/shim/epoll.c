@@ -50,19 +50,36 @@
  * and every look (collect, spin, arm) goes through it alone: a member is
  * hot from EPOLL_CTL_ADD or MOD on, when the kernel reports one of its
  * registrations (its wake descriptor, TAG_WAKE; its TCP socket), when its
- * regime changes (smcr_readiness_changed), when it was reported in the last
- * RECENT_ROUNDS epoll_waits (the spin is for those), and in every regime
- * but SMC and PLAIN (WATCH, whose Proposal deadline and CLC exchange move
- * without a word from the kernel; RESET; NESTED).  An SMC member leaves
- * the list ("quiet") only when a look found nothing to tell (level-
- * triggered: not ready; edge-triggered: no news, or news that is not
- * ready), smcr_sock_arm() then succeeded with the events() number taken
- * before that look, its wake descriptor is registered here, and nothing
- * else waits on its connection (smcr_sock_lone_waiter: no other instance
- * of this process, no poll or select, no other process holding it).  A
- * member with nothing to tell until the application acts (EPOLLONESHOT
- * reported, or EPOLL_CTL_DEL'd and kept) leaves it unarmed: EPOLL_CTL_MOD
- * and ADD make it hot, and its arm then reads what it missed.
+ * regime changes (smcr_readiness_changed), and in every regime but SMC and
+ * PLAIN (WATCH, whose Proposal deadline and CLC exchange move without a
+ * word from the kernel; RESET; NESTED).  Each of these is news, and so is
+ * a look that finds its connection's events() number moved: a member
+ * remembers when it last had news (heard_ns).  An SMC member leaves the
+ * list ("quiet") only when it is armed for a sleep: by arm(), which arms
+ * every hot member before epoll_wait sleeps, or by a look that found
+ * nothing to tell (level-triggered: not ready; edge-triggered: no news, or
+ * news that is not ready) IDLE_NS after its last news, with the events()
+ * number taken before that look; and only if its wake descriptor is
+ * registered here and nothing else waits on its connection
+ * (smcr_sock_lone_waiter: no other instance of this process, no poll or
+ * select, no other process holding it).  A member with nothing to tell
+ * until the application acts (EPOLLONESHOT reported, or EPOLL_CTL_DEL'd
+ * and kept) leaves it unarmed: EPOLL_CTL_MOD and ADD make it hot, and its
+ * arm then reads what it missed.
+ *
+ * Why not sooner.  An armed connection costs its peer a wake-up (a send
+ * on the channel) for its next news, and a quiet member is left out of
+ * the spin: arming one whose answer is on its way turns a spin that would
+ * have seen it into a sleep and a wake-up per message.  A first version
+ * quieted every member that a look found with nothing to tell and that
+ * had not been reported in the last two epoll_waits; redis-benchmark
+ * deletes and adds its connection again at every request, which made it
+ * new, so each request's epoll_wait armed it before the spin, and redis
+ * -c 1 went fifteen times slower.  Now a member is armed early only after
+ * IDLE_NS without news, several times the longest spin, and otherwise
+ * when epoll_wait would arm it anyway, before it sleeps; an active member
+ * loses nothing, and an idle one is looked at for IDLE_NS at most after
+ * its news, or until the next sleep.
  *
  * Why a quiet member loses no wakeup.  Its readiness changes only when its
  * events() number moves (smc_transport.h): a CDC from the peer (data, its
@@ -163,8 +180,13 @@
 #define TAG_WAKE	1u
 #define TAG_APP		2u      /* the application's registration, its data held here */
 
-/* How many epoll_waits a member reported stays hot, for the spin, when epoll_wait sleeps not. */
-#define RECENT_ROUNDS 2u
+/*
+ * How long a member with nothing to tell stays hot after its last news,
+ * unless epoll_wait sleeps first: several times the longest spin (RDMA's,
+ * 300 us), so that a member whose answers come within a spin is not armed
+ * before one (see the top).
+ */
+#define IDLE_NS 1000000u
 
 static uint64_t tag(int fd, unsigned int kind)
 {
@@ -202,6 +224,8 @@ struct member {
 	bool signalled;         /* the wake descriptor (NESTED: the instance) was seen readable */
 	uint32_t round;         /* the last epoll_wait that reported it */
 	uint32_t since;         /* events() taken before a spin */
+	uint32_t heard;         /* events() when a look last saw it move */
+	uint64_t heard_ns;      /* and when (ep->now_ns); 0: made hot since, news */
 };
 
 struct smcr_epoll {
@@ -216,6 +240,7 @@ struct smcr_epoll {
 	int by_fd_cap;
 	unsigned int sweep;     /* the sweeps its last look saw */
 	uint32_t round;
+	uint64_t now_ns;        /* when the last collect began */
 	int scan_from;          /* where the next scan starts: fairness */
 	int due_ms;             /* the last collect: ms until a member's Proposal is due
 				   (-1: none), which the sleep must not outlast */
@@ -331,9 +356,13 @@ static struct member *find(struct smcr_epoll *ep, int fd)
 	return fd >= 0 && fd < ep->by_fd_cap ? ep->by_fd[fd] : NULL;
 }
 
-/* m into the hot list, looked at by the next look; room is kept for every member. */
+/*
+ * m has news: into the hot list, looked at by the next look, which starts
+ * its idle time anew; room is kept for every member.
+ */
 static void heat(struct smcr_epoll *ep, struct member *m)
 {
+	m->heard_ns = 0;
 	if (m->hot_at >= 0)
 		return;
 	m->hot_at = ep->nhot;
@@ -386,9 +415,8 @@ static struct member *add(struct smcr_epoll *ep, int fd)
 	}
 	if (!(m = calloc(1, sizeof(*m))))
 		goto nomem;
-	/* not reported lately: quiet as soon as it is armed */
 	*m = (struct member){ .fd = fd, .at = ep->count, .hot_at = -1, .regime = REG_NONE,
-			      .wake_fd = -1, .round = ep->round - RECENT_ROUNDS - 1 };
+			      .wake_fd = -1, .round = ep->round - 1 };
 	ep->members[ep->count++] = m;
 	ep->by_fd[fd] = m;
 	heat(ep, m);
@@ -690,7 +718,8 @@ int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 			*m = (struct member){ .fd = fd, .at = m->at, .hot_at = m->hot_at,
 					      .watched = m->watched, .events = event->events,
 					      .data = event->data, .regime = m->regime,
-					      .wake_fd = m->wake_fd, .signalled = m->signalled };
+					      .wake_fd = m->wake_fd, .signalled = m->signalled,
+					      .round = m->round };
 			heat(ep, m);
 			break;
 		}
@@ -772,13 +801,18 @@ static bool edge_moved(const struct member *m, uint32_t now)
 }
 
 /*
- * The SMC member m, with nothing to tell at events() now: armed, it is to
- * leave the hot list if nothing else waits on its connection (see the top).
+ * The SMC member m, with nothing to tell at events() now: if it had no news
+ * for IDLE_NS, armed, it is to leave the hot list if nothing else waits on
+ * its connection (see the top).
  */
 static void go_quiet(struct smcr_epoll *ep, struct member *m, struct smcr_sock *sk, uint32_t now)
 {
-	/* one told of lately stays for the spin (arm() quiets it before a sleep) */
-	if (ep->round - m->round <= RECENT_ROUNDS)
+	if (!m->heard_ns || now != m->heard) {
+		m->heard = now;
+		m->heard_ns = ep->now_ns;
+	}
+	/* one with news lately stays for the spin (arm() quiets it before a sleep) */
+	if (ep->now_ns - m->heard_ns < IDLE_NS)
 		return;
 	if (m->regime != REG_SMC || m->wake_fd < 0 || !smcr_sock_lone_waiter(sk) ||
 	    !smcr_sock_arm(sk, now, m->signalled))
@@ -1053,6 +1087,7 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 	int n;
 
 	ep->round++;
+	ep->now_ns = smc_clock_ns();
 	sweep_if_asked(ep);
 	n = take_kernel_events(ep, out, k, max);
 	if (sync_hot(ep))

@@ -589,37 +589,103 @@ static void epoll_exclusive_never_modified(void **state)
 
 #define IDLE 50
 
-/*
- * Idle members, armed once, are looked at no more (epoll.c: the hot list)
- * until their wake descriptor fires, however often epoll_wait reports the
- * busy one beside them; news on one of them is told at once.
- */
-static void epoll_idle_members_not_looked_at(void **state)
-{
-	struct single busy = single_open(SMCR_SOCK_SMC, POLLIN, EPOLLIN);
+/* busy's instance, beside IDLE idle members: the busy one ready to read. */
+struct crowd {
+	struct single busy;
 	struct conn idle[IDLE];
+};
+
+static void crowd_open(struct crowd *c)
+{
+	c->busy = single_open(SMCR_SOCK_SMC, 0, EPOLLIN);
+	for (int i = 0; i < IDLE; i++) {
+		c->idle[i] = conn_open(SMCR_SOCK_SMC, POLLOUT);
+		assert_int_equal(ep_ctl(c->busy.ep, EPOLL_CTL_ADD, c->idle[i].fd, EPOLLIN, i), 0);
+	}
+}
+
+/*
+ * After how idle members went quiet: epoll_wait reports the busy one 20
+ * times over without looking at them (epoll.c: the hot list); then news
+ * on one of them is told at once, a readable busy one beside it.
+ */
+static void crowd_check_and_close(struct crowd *c)
+{
 	struct epoll_event out[4];
 	int looks = 0;
 
-	(void)state;
-	for (int i = 0; i < IDLE; i++) {
-		idle[i] = conn_open(SMCR_SOCK_SMC, POLLOUT);
-		assert_int_equal(ep_ctl(busy.ep, EPOLL_CTL_ADD, idle[i].fd, EPOLLIN, i), 0);
-	}
-	assert_int_equal(ep_one(busy.ep, DATA_A, 0), EPOLLIN);        /* looks at each, arms it */
+	news(c->busy.c.sk, POLLIN);
 	for (int i = 0; i < IDLE; i++)
-		looks += atomic_load(&idle[i].sk->looks);
+		looks += atomic_load(&c->idle[i].sk->looks);
 	for (int round = 0; round < 20; round++)
-		assert_int_equal(ep_one(busy.ep, DATA_A, 0), EPOLLIN);
+		assert_int_equal(ep_one(c->busy.ep, DATA_A, 0), EPOLLIN);
 	for (int i = 0; i < IDLE; i++)
-		looks -= atomic_load(&idle[i].sk->looks);
+		looks -= atomic_load(&c->idle[i].sk->looks);
 	assert_int_equal(looks, 0);
-	news(idle[7].sk, POLLIN | POLLOUT);
-	assert_int_equal(smcr_epoll_wait(busy.ep, out, 4, 0, NULL), 2);
+	news(c->idle[7].sk, POLLIN | POLLOUT);
+	assert_int_equal(smcr_epoll_wait(c->busy.ep, out, 4, 0, NULL), 2);
 	assert_int_equal(events_of(out, 2, 7), EPOLLIN);
 	assert_int_equal(events_of(out, 2, DATA_A), EPOLLIN);
 	for (int i = 0; i < IDLE; i++)
-		conn_close(&idle[i]);
+		conn_close(&c->idle[i]);
+	single_close(&c->busy);
+}
+
+/* An epoll_wait that sleeps arms every member and leaves the idle ones quiet. */
+static void epoll_idle_members_quiet_after_sleep(void **state)
+{
+	struct crowd c;
+
+	(void)state;
+	crowd_open(&c);
+	assert_int_equal(ep_one(c.busy.ep, DATA_A, 1), 0);
+	crowd_check_and_close(&c);
+}
+
+/*
+ * One that never sleeps (the busy member is always ready) arms a member
+ * once it had no news for IDLE_NS (1 ms): 2 ms after a first look, the next
+ * leaves them quiet.
+ */
+static void epoll_idle_members_quiet_after_idle_time(void **state)
+{
+	struct crowd c;
+
+	(void)state;
+	crowd_open(&c);
+	news(c.busy.c.sk, POLLIN);
+	assert_int_equal(ep_one(c.busy.ep, DATA_A, 0), EPOLLIN);
+	assert_int_equal(usleep(2000), 0);
+	assert_int_equal(ep_one(c.busy.ep, DATA_A, 0), EPOLLIN);
+	crowd_check_and_close(&c);
+}
+
+/*
+ * An event loop that deletes and adds a connection again at every request
+ * (redis-benchmark does): the member is news, and is neither armed (its
+ * peer would pay a wake-up for the answer) nor left out of the spin before
+ * epoll_wait has slept or it has been idle for IDLE_NS.
+ */
+static void epoll_readded_member_stays_hot(void **state)
+{
+	struct single busy = single_open(SMCR_SOCK_SMC, POLLIN, EPOLLIN);
+	struct conn c = conn_open(SMCR_SOCK_SMC, POLLOUT);
+	struct epoll_event out[4];
+	int looks;
+
+	(void)state;
+	assert_int_equal(ep_ctl(busy.ep, EPOLL_CTL_ADD, c.fd, EPOLLOUT, DATA_B), 0);
+	for (int round = 0; round < 5; round++)         /* a loop that has run a while */
+		assert_int_equal(smcr_epoll_wait(busy.ep, out, 4, 0, NULL), 2);
+	atomic_store(&c.sk->armed, false);      /* woken, as by the answer to a request */
+	assert_int_equal(smcr_epoll_ctl(busy.ep, EPOLL_CTL_DEL, c.fd, NULL), 0);
+	assert_int_equal(ep_ctl(busy.ep, EPOLL_CTL_ADD, c.fd, EPOLLIN, DATA_B), 0);
+	looks = atomic_load(&c.sk->looks);
+	assert_int_equal(ep_one(busy.ep, DATA_A, 0), EPOLLIN);
+	assert_false(atomic_load(&c.sk->armed));
+	assert_int_equal(ep_one(busy.ep, DATA_A, 0), EPOLLIN);
+	assert_true(atomic_load(&c.sk->looks) > looks + 1);    /* looked at, both times */
+	conn_close(&c);
 	single_close(&busy);
 }
 
@@ -636,10 +702,10 @@ static void epoll_member_of_two_instances(void **state)
 
 	(void)state;
 	assert_int_equal(ep_ctl(reader, EPOLL_CTL_ADD, writer.c.fd, EPOLLIN, DATA_B), 0);
-	assert_int_equal(ep_one(reader, DATA_B, 0), 0);
-	assert_int_equal(ep_one(writer.ep, DATA_A, 0), 0);
+	assert_int_equal(ep_one(reader, DATA_B, 1), 0);        /* each sleeps: armed */
+	assert_int_equal(ep_one(writer.ep, DATA_A, 1), 0);
 	news(writer.c.sk, POLLIN);
-	assert_int_equal(ep_one(writer.ep, DATA_A, 0), 0);     /* not writable: armed again */
+	assert_int_equal(ep_one(writer.ep, DATA_A, 1), 0);     /* not writable: armed again */
 	assert_int_equal(ep_one(reader, DATA_B, 0), EPOLLIN);
 	ep_close(reader);
 	single_close(&writer);
@@ -818,7 +884,7 @@ static void epoll_member_armed_by_poll(void **state)
 	struct waiter w = { .fd = one.c.fd };
 
 	(void)state;
-	assert_int_equal(ep_one(one.ep, DATA_A, 0), 0);        /* armed: quiet */
+	assert_int_equal(ep_one(one.ep, DATA_A, 1), 0);        /* slept, armed: quiet */
 	assert_int_equal(pthread_create(&w.thread, NULL, poll_out_waiter, &w), 0);
 	assert_true(wait_asleep(&w));
 	news(one.c.sk, POLLIN);
@@ -1084,7 +1150,9 @@ int main(void)
 		cmocka_unit_test(epoll_close_forgets),
 		cmocka_unit_test(epoll_close_after_del_forgets),
 		cmocka_unit_test(epoll_exclusive_never_modified),
-		cmocka_unit_test(epoll_idle_members_not_looked_at),
+		cmocka_unit_test(epoll_idle_members_quiet_after_sleep),
+		cmocka_unit_test(epoll_idle_members_quiet_after_idle_time),
+		cmocka_unit_test(epoll_readded_member_stays_hot),
 		cmocka_unit_test(epoll_member_of_two_instances),
 		cmocka_unit_test(epoll_member_waits_for_smc),
 		cmocka_unit_test(epoll_member_handed_back_on_tcp),
