@@ -79,7 +79,13 @@
  * IDLE_NS without news, several times the longest spin, and otherwise
  * when epoll_wait would arm it anyway, before it sleeps; an active member
  * loses nothing, and an idle one is looked at for IDLE_NS at most after
- * its news, or until the next sleep.
+ * its news, or until the next sleep.  The members a sleep left quiet are
+ * many where many connections take turns (nginx's), and news on one of
+ * them, armed, writes its wake descriptor, which a spin over the hot ones
+ * would not see until it ran out: so while some members are quiet the
+ * spin also asks the kernel, every KERNEL_TURNS turns, whether it holds an
+ * event for the instance (poll on the epoll descriptor, which takes
+ * nothing); the application's own descriptors are seen so too.
  *
  * Why a quiet member loses no wakeup.  Its readiness changes only when its
  * events() number moves (smc_transport.h): a CDC from the peer (data, its
@@ -96,7 +102,9 @@
  * CLC exchange is unfinished, a Decline, a fallback and the end of the
  * exchange happen in WATCH, which stays hot, and end in
  * smcr_readiness_changed; a view loses its connection (RESET) only where
- * another process holds it too (fork), so never while quiet.  After a
+ * another process holds it too (fork), so never while quiet.  Either arm
+ * (a look's after IDLE_NS, or arm()'s before a sleep) takes the events()
+ * number before it looks and fails if it moved since; after a
  * successful arm, a move of events() is followed by a write of the wake
  * descriptor (the store-buffer pattern of smc_shm.c and smc_rdma.c: the
  * waker sees `armed`, or the arm saw the move and failed), and wake()
@@ -188,6 +196,12 @@
  */
 #define IDLE_NS 1000000u
 
+/*
+ * How many turns of a spin (each some 100 ns) between two looks at the
+ * kernel's queue, for the news of quiet members (see the top).
+ */
+#define KERNEL_TURNS 16u
+
 static uint64_t tag(int fd, unsigned int kind)
 {
 	return TAG_MAGIC | (uint64_t)kind << 32 | (uint32_t)fd;
@@ -241,6 +255,7 @@ struct smcr_epoll {
 	unsigned int sweep;     /* the sweeps its last look saw */
 	uint32_t round;
 	uint64_t now_ns;        /* when the last collect began */
+	unsigned int turns;     /* of the spin under way */
 	int scan_from;          /* where the next scan starts: fairness */
 	int due_ms;             /* the last collect: ms until a member's Proposal is due
 				   (-1: none), which the sleep must not outlast */
@@ -1096,11 +1111,28 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 	return n;
 }
 
-/* Whether a hot SMC member of ep (under its lock) moved past its since (a spin's turn). */
+/*
+ * Whether the kernel holds an event for ep, without taking it: a quiet
+ * member's wake descriptor written, or the application's own descriptors.
+ */
+static bool kernel_has_news(struct smcr_epoll *ep)
+{
+	struct pollfd p = { .fd = ep->fd, .events = POLLIN };
+
+	return REAL(poll)(&p, 1, 0) == 1;
+}
+
+/*
+ * A spin's turn: whether a hot SMC member of ep (under its lock) moved past
+ * its since, or, every KERNEL_TURNS turns while some members are quiet,
+ * the kernel has news.
+ */
 static bool members_moved(void *arg)
 {
 	struct smcr_epoll *ep = arg;
 
+	if (ep->nhot < ep->count && ++ep->turns % KERNEL_TURNS == 0 && kernel_has_news(ep))
+		return true;
 	for (int i = 0; i < ep->nhot; i++) {
 		struct member *m = ep->hot[i];
 
@@ -1118,6 +1150,7 @@ static bool spin(struct smcr_epoll *ep)
 {
 	struct smcr_spin_how how = { 0 };
 
+	ep->turns = 0;
 	for (int i = 0; i < ep->nhot; i++) {
 		struct member *m = ep->hot[i];
 		if (m->regime == REG_SMC && !m->disabled) {
