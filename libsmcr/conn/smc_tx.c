@@ -47,8 +47,6 @@ static bool tx_first_after_close(struct smc_conn *conn, size_t len)
 	if (!len || conn->st->tx_after_close || !(conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED))
 		return false;
 	conn->st->tx_after_close = true;
-	/* POLLHUP and POLLERR from now on: a local change, which epoll must hear of */
-	conn->ops->wake(conn);
 	return true;
 }
 

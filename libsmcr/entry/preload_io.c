@@ -21,7 +21,6 @@
 #include "conn_table.h"
 #include "fdtable.h"
 #include "handshake.h"
-#include "readiness.h"
 #include "real.h"
 #include "smc_sock.h"
 #include "stats.h"
@@ -96,8 +95,6 @@ static void pass(int fd, int count)
 
 	if (sk)
 		smcr_sock_passing(sk, count);
-	if (sk && count > 0)
-		smcr_epoll_resweep();   /* the message holds the connection too */
 }
 
 /* recvmsg's outputs that a TCP stream leaves empty; MSG_OOB when it read the urgent byte. */

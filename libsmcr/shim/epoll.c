@@ -29,104 +29,19 @@
  * it.  Every
  * epoll_wait asks the kernel first without waiting (so descriptors that
  * are not ours are never starved), turns our tagged events into actions,
- * reports each hot member (below) that is ready (level-triggered, with the
+ * reports each SMC member that is ready (level-triggered, with the
  * application's data; EPOLLONESHOT is kept here: reported once until
  * re-armed with EPOLL_CTL_MOD), and only when nothing is ready spins a
- * while, arms every hot SMC member and sleeps in the kernel.  An
- * edge-triggered (EPOLLET) member is looked at again only when its
- * connection's events() number moved since it was last looked at (a CDC
- * came, or a local change): like the kernel's wake-up callback, an edge
- * may repeat what is already known, but an application that leaves data
- * unread sleeps until more comes instead of being told again and again.
- * EPOLLEXCLUSIVE goes on the wake descriptor, so that one write of it
- * wakes one of the waiters.
+ * while, arms every SMC member and sleeps in the kernel.  An edge-triggered
+ * (EPOLLET) member is looked at again only when its connection's events()
+ * number moved since it was last looked at (a CDC came, or a local change):
+ * like the kernel's wake-up callback, an edge may repeat what is already
+ * known, but an application that leaves data unread sleeps until more
+ * comes instead of being told again and again.  EPOLLEXCLUSIVE goes on the
+ * wake descriptor, so that one write of it wakes one of the waiters.
  *
  * Each instance has its own lock, held while it is looked at and never
  * while sleeping.  The list of instances has another, taken first.
- *
- * Idle members cost nothing.  A look takes a member's view and maybe its
- * connection's lock, so an epoll_wait that looked at every member would
- * cost in proportion to the idle ones.  So each instance keeps a hot list,
- * and every look (collect, spin, arm) goes through it alone: a member is
- * hot from EPOLL_CTL_ADD or MOD on, when the kernel reports one of its
- * registrations (its wake descriptor, TAG_WAKE; its TCP socket), when its
- * regime changes (smcr_readiness_changed), and in every regime but SMC and
- * PLAIN (WATCH, whose Proposal deadline and CLC exchange move without a
- * word from the kernel; RESET; NESTED).  Each of these is news, and so is
- * a look that finds its connection's events() number moved: a member
- * remembers when it last had news (heard_ns).  An SMC member leaves the
- * list ("quiet") only when it is armed for a sleep: by arm(), which arms
- * every hot member before epoll_wait sleeps, or by a look that found
- * nothing to tell (level-triggered: not ready; edge-triggered: no news, or
- * news that is not ready) IDLE_NS after its last news, with the events()
- * number taken before that look; and only if its wake descriptor is
- * registered here and nothing else waits on its connection
- * (smcr_sock_lone_waiter: no other instance of this process, no poll or
- * select, no other process holding it).  A member with nothing to tell
- * until the application acts (EPOLLONESHOT reported, or EPOLL_CTL_DEL'd
- * and kept) leaves it unarmed: EPOLL_CTL_MOD and ADD make it hot, and its
- * arm then reads what it missed.
- *
- * Why not sooner.  An armed connection costs its peer a wake-up (a send
- * on the channel) for its next news, and a quiet member is left out of
- * the spin: arming one whose answer is on its way turns a spin that would
- * have seen it into a sleep and a wake-up per message.  A first version
- * quieted every member that a look found with nothing to tell and that
- * had not been reported in the last two epoll_waits; redis-benchmark
- * deletes and adds its connection again at every request, which made it
- * new, so each request's epoll_wait armed it before the spin, and redis
- * -c 1 went fifteen times slower.  Now a member is armed early only after
- * IDLE_NS without news, several times the longest spin, and otherwise
- * when epoll_wait would arm it anyway, before it sleeps; an active member
- * loses nothing, and an idle one is looked at for IDLE_NS at most after
- * its news, or until the next sleep.  The members a sleep left quiet are
- * many where many connections take turns (nginx's), and news on one of
- * them, armed, writes its wake descriptor, which a spin over the hot ones
- * would not see until it ran out: so while some members are quiet the
- * spin also asks the kernel, every KERNEL_TURNS turns, whether it holds an
- * event for the instance (poll on the epoll descriptor, which takes
- * nothing); the application's own descriptors are seen so too.
- *
- * Why a quiet member loses no wakeup.  Its readiness changes only when its
- * events() number moves (smc_transport.h): a CDC from the peer (data, its
- * consumer cursor: room to write, its close, its abort), or a local change,
- * each of which calls the transport's wake(): our shutdown (SHUT_RD and
- * SHUT_WR, smcr_sock_shut_smc, smc_conn_close_state, from any thread), our
- * abort (a SO_LINGER 0 close), the TCP connection's end
- * (smc_conn_peer_lost), the one send after the peer closed, after which the
- * connection reports POLLHUP and POLLERR (smc_tx.c), and SO_OOBINLINE,
- * which puts an unread urgent byte in the stream or takes it out
- * (smcr_sock_setsockopt).  The other local changes only take readiness
- * away (a recv empties the ring, a send fills the peer's, SO_ERROR is
- * told), which a member that has nothing to tell cannot miss; a send whose
- * CLC exchange is unfinished, a Decline, a fallback and the end of the
- * exchange happen in WATCH, which stays hot, and end in
- * smcr_readiness_changed; a view loses its connection (RESET) only where
- * another process holds it too (fork), so never while quiet.  Either arm
- * (a look's after IDLE_NS, or arm()'s before a sleep) takes the events()
- * number before it looks and fails if it moved since; after a
- * successful arm, a move of events() is followed by a write of the wake
- * descriptor (the store-buffer pattern of smc_shm.c and smc_rdma.c: the
- * waker sees `armed`, or the arm saw the move and failed), and wake()
- * writes it armed or not.  The kernel holds the descriptor edge-triggered
- * in this instance, so the write queues a TAG_WAKE here that stays until
- * an epoll_wait of ours takes it, unless the descriptor is read empty
- * first, which only an arm does: ours, which runs after the look that
- * takes it (the member is hot by then), or another waiter's, which is why
- * a member with another waiter is never quiet.  Waiters come and go: a
- * second instance registering the descriptor, poll or select arming a
- * connection an instance holds, fork and a message carrying the
- * connection each bump `sweeps` (smcr_epoll_resweep), and the next look of
- * every instance makes all its members hot, looks at each once more and
- * quiets only those still alone.  A connection a process received
- * (SCM_RIGHTS, exec) is a new member there, hot; but a process that never
- * calls us again (its own exec'd child took the connection over while it
- * slept) may lose the child's first drain, as two waiters on one
- * descriptor could before.  A forked child that exits without closing
- * keeps its hold (smc_sock_view.c), and its parent's members of those
- * connections are then looked at every time, as all members were before.
- * EPOLLEXCLUSIVE changes nothing here: a member alone on its connection
- * is the one to wake.
  *
  * A deadline without news.  A server member in its CLC exchange (WATCH)
  * whose application asks EPOLLOUT waits for the client's Proposal until a
@@ -158,11 +73,7 @@
  * which wakes whoever sleeps on it, outer epoll, poll or select.  The arm
  * comes after the look, with the events() number taken before it (as
  * everywhere here and in poll.c), so news in between fails the arm and is
- * looked at again: no wakeup is lost.  This look goes through all the
- * inner instance's members, hot or quiet (a quiet one's TAG_WAKE may wait
- * in the inner instance's kernel queue, which the outer cannot take
- * without consuming the application's events), and makes the one found
- * ready hot for the inner epoll_wait.  Every instance is ours from
+ * looked at again: no wakeup is lost.  Every instance is ours from
  * epoll_create on, so that one put in another while still empty is
  * known as such when connections of ours join it later.
  */
@@ -171,7 +82,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "fdtable.h"
 #include "readiness.h"
@@ -187,20 +97,6 @@
 #define TAG_SOCK	0u
 #define TAG_WAKE	1u
 #define TAG_APP		2u      /* the application's registration, its data held here */
-
-/*
- * How long a member with nothing to tell stays hot after its last news,
- * unless epoll_wait sleeps first: several times the longest spin (RDMA's,
- * 300 us), so that a member whose answers come within a spin is not armed
- * before one (see the top).
- */
-#define IDLE_NS 1000000u
-
-/*
- * How many turns of a spin (each some 100 ns) between two looks at the
- * kernel's queue, for the news of quiet members (see the top).
- */
-#define KERNEL_TURNS 16u
 
 static uint64_t tag(int fd, unsigned int kind)
 {
@@ -222,10 +118,6 @@ static bool adds_member(int op, int fd, const struct epoll_event *event)
 
 struct member {
 	int fd;
-	int at;                 /* where in the instance's members */
-	int hot_at;             /* where in its hot list, or -1: quiet (see the top) */
-	bool quiet;             /* found so by a look: leaves the hot list when it ends */
-	struct smcr_sock *watched;      /* wake_fd counted in its watchers, or NULL */
 	uint32_t events;        /* the application's */
 	epoll_data_t data;      /* the application's */
 	enum regime regime;     /* what the kernel holds for it */
@@ -238,8 +130,6 @@ struct member {
 	bool signalled;         /* the wake descriptor (NESTED: the instance) was seen readable */
 	uint32_t round;         /* the last epoll_wait that reported it */
 	uint32_t since;         /* events() taken before a spin */
-	uint32_t heard;         /* events() when a look last saw it move */
-	uint64_t heard_ns;      /* and when (ep->now_ns); 0: made hot since, news */
 };
 
 struct smcr_epoll {
@@ -248,14 +138,7 @@ struct smcr_epoll {
 	int fd;                 /* a descriptor naming the instance: the last used */
 	struct member **members;
 	int count, cap;
-	struct member **hot;    /* the members every look looks at (see the top); room: cap */
-	int nhot;
-	struct member **by_fd;  /* the members by descriptor */
-	int by_fd_cap;
-	unsigned int sweep;     /* the sweeps its last look saw */
 	uint32_t round;
-	uint64_t now_ns;        /* when the last collect began */
-	unsigned int turns;     /* of the spin under way */
 	int scan_from;          /* where the next scan starts: fairness */
 	int due_ms;             /* the last collect: ms until a member's Proposal is due
 				   (-1: none), which the sleep must not outlast */
@@ -265,13 +148,6 @@ struct smcr_epoll {
 
 static pthread_mutex_t instances_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct smcr_epoll *instances;
-/* Bumped when every instance must look at all its members once (see the top). */
-static _Atomic unsigned int sweeps;
-
-void smcr_epoll_resweep(void)
-{
-	atomic_fetch_add_explicit(&sweeps, 1, memory_order_acq_rel);
-}
 
 static uint32_t poll_to_epoll(unsigned int mask)
 {
@@ -281,21 +157,6 @@ static uint32_t poll_to_epoll(unsigned int mask)
 }
 
 /* ---- epoll instances ---- */
-
-/* m's wake descriptor is registered: one more waiter on sk, which the others must know of. */
-static void watch(struct member *m, struct smcr_sock *sk)
-{
-	m->watched = sk;
-	if (smcr_sock_watchers(sk, 1) > 1)
-		smcr_epoll_resweep();
-}
-
-static void unwatch(struct member *m)
-{
-	if (m->watched)
-		smcr_sock_watchers(m->watched, -1);
-	m->watched = NULL;
-}
 
 struct smcr_epoll *smcr_epoll_get(struct smcr_epoll *ep)
 {
@@ -316,13 +177,9 @@ void smcr_epoll_put(struct smcr_epoll *ep)
 		ep->next->prev = ep->prev;
 	pthread_mutex_unlock(&instances_lock);
 	/* the kernel's instance is gone with its last descriptor, and our registrations */
-	for (int i = 0; i < ep->count; i++) {
-		unwatch(ep->members[i]);
+	for (int i = 0; i < ep->count; i++)
 		free(ep->members[i]);
-	}
 	free(ep->members);
-	free(ep->hot);
-	free(ep->by_fd);
 	pthread_mutex_destroy(&ep->lock);
 	free(ep);
 }
@@ -340,7 +197,6 @@ static struct smcr_epoll *epoll_of(int epfd)
 	pthread_mutex_init(&ep->lock, NULL);
 	ep->fd = epfd;
 	ep->due_ms = -1;
-	ep->sweep = atomic_load_explicit(&sweeps, memory_order_acquire);
 	if (!smcr_fd_set_epoll(epfd, ep)) {
 		pthread_mutex_destroy(&ep->lock);
 		free(ep);
@@ -368,86 +224,20 @@ int smcr_epoll_created(int epfd)
 
 static struct member *find(struct smcr_epoll *ep, int fd)
 {
-	return fd >= 0 && fd < ep->by_fd_cap ? ep->by_fd[fd] : NULL;
-}
-
-/*
- * m has news: into the hot list, looked at by the next look, which starts
- * its idle time anew; room is kept for every member.
- */
-static void heat(struct smcr_epoll *ep, struct member *m)
-{
-	m->heard_ns = 0;
-	if (m->hot_at >= 0)
-		return;
-	m->hot_at = ep->nhot;
-	ep->hot[ep->nhot++] = m;
-}
-
-/* m out of the hot list: the last one takes its place. */
-static void cool(struct smcr_epoll *ep, struct member *m)
-{
-	struct member *last;
-
-	if (m->hot_at < 0)
-		return;
-	last = ep->hot[--ep->nhot];
-	ep->hot[m->hot_at] = last;
-	last->hot_at = m->hot_at;
-	m->hot_at = -1;
-}
-
-/* A new member for fd, hot, in the members and the index; NULL (errno set) if there is no room. */
-static struct member *add(struct smcr_epoll *ep, int fd)
-{
-	struct member *m;
-
-	if (fd < 0) {
-		errno = EBADF;
-		return NULL;
-	}
-	if (fd >= ep->by_fd_cap) {
-		int cap = fd < 56 ? 64 : fd + fd / 2 + 8;
-		struct member **more = reallocarray(ep->by_fd, (size_t)cap, sizeof(*more));
-
-		if (!more)
-			goto nomem;
-		memset(more + ep->by_fd_cap, 0, (size_t)(cap - ep->by_fd_cap) * sizeof(*more));
-		ep->by_fd = more;
-		ep->by_fd_cap = cap;
-	}
-	if (ep->count == ep->cap) {
-		int cap = ep->cap * 2 + 8;
-		struct member **members = reallocarray(ep->members, (size_t)cap, sizeof(*members));
-
-		if (members)
-			ep->members = members;
-		struct member **hot = members ? reallocarray(ep->hot, (size_t)cap, sizeof(*hot)) : NULL;
-		if (!hot)
-			goto nomem;
-		ep->hot = hot;
-		ep->cap = cap;
-	}
-	if (!(m = calloc(1, sizeof(*m))))
-		goto nomem;
-	*m = (struct member){ .fd = fd, .at = ep->count, .hot_at = -1, .regime = REG_NONE,
-			      .wake_fd = -1, .round = ep->round - 1 };
-	ep->members[ep->count++] = m;
-	ep->by_fd[fd] = m;
-	heat(ep, m);
-	return m;
-nomem:
-	errno = ENOMEM;
+	for (int i = 0; i < ep->count; i++)
+		if (ep->members[i]->fd == fd)
+			return ep->members[i];
 	return NULL;
 }
 
 static void drop(struct smcr_epoll *ep, struct member *m)
 {
-	cool(ep, m);
-	unwatch(m);
-	ep->members[m->at] = ep->members[--ep->count];
-	ep->members[m->at]->at = m->at;
-	ep->by_fd[m->fd] = NULL;
+	for (int i = 0; i < ep->count; i++) {
+		if (ep->members[i] == m) {
+			ep->members[i] = ep->members[--ep->count];
+			break;
+		}
+	}
 	free(m);
 }
 
@@ -492,18 +282,14 @@ static bool apply(struct smcr_epoll *ep, struct member *m, enum regime to)
 	if (REAL(epoll_ctl)(ep->fd, op, m->fd, &ev) != 0)
 		return false;
 	if (to == REG_SMC && m->wake_fd < 0) {
-		struct smcr_sock *sk = smcr_fd_sock(m->fd);
-		int wake = smcr_sock_wake_fd(sk);
+		int wake = smcr_sock_wake_fd(smcr_fd_sock(m->fd));
 		struct epoll_event wev = wake_event(m);
 
-		if (REAL(epoll_ctl)(ep->fd, EPOLL_CTL_ADD, wake, &wev) == 0) {
+		if (REAL(epoll_ctl)(ep->fd, EPOLL_CTL_ADD, wake, &wev) == 0)
 			m->wake_fd = wake;
-			watch(m, sk);
-		}
 	} else if (to != REG_SMC && m->wake_fd >= 0) {
 		REAL(epoll_ctl)(ep->fd, EPOLL_CTL_DEL, m->wake_fd, NULL);
 		m->wake_fd = -1;
-		unwatch(m);
 	}
 	m->regime = to;
 	m->edge_seen = false;
@@ -560,8 +346,8 @@ void smcr_readiness_changed(int fd)
 		if (pthread_mutex_trylock(&ep->lock) != 0)
 			continue;
 		struct member *m = find(ep, fd);
-		if (m && sync_member(ep, m))
-			heat(ep, m);
+		if (m)
+			sync_member(ep, m);
 		pthread_mutex_unlock(&ep->lock);
 	}
 	pthread_mutex_unlock(&instances_lock);
@@ -675,9 +461,6 @@ static void move_wake_in(struct smcr_epoll *ep, int from, int to)
 			continue;
 		REAL(epoll_ctl)(ep->fd, EPOLL_CTL_DEL, from, NULL);
 		m->wake_fd = REAL(epoll_ctl)(ep->fd, EPOLL_CTL_ADD, to, &wev) == 0 ? to : -1;
-		if (m->wake_fd < 0)
-			unwatch(m);
-		heat(ep, m);    /* an edge may have been lost with the old registration */
 	}
 }
 
@@ -730,20 +513,23 @@ int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 			break;
 		}
 		if (m) {                /* back from a DEL: ours are still in place */
-			*m = (struct member){ .fd = fd, .at = m->at, .hot_at = m->hot_at,
-					      .watched = m->watched, .events = event->events,
-					      .data = event->data, .regime = m->regime,
-					      .wake_fd = m->wake_fd, .signalled = m->signalled,
-					      .round = m->round };
-			heat(ep, m);
+			*m = (struct member){ .fd = fd, .events = event->events, .data = event->data,
+					      .regime = m->regime, .wake_fd = m->wake_fd,
+					      .signalled = m->signalled };
 			break;
 		}
-		if (!(m = add(ep, fd))) {
+		m = calloc(1, sizeof(*m));
+		if (!m || (ep->count == ep->cap &&
+			   !(ep->members = reallocarray(ep->members, ep->cap = ep->cap * 2 + 8,
+							sizeof(*ep->members))))) {
+			free(m);
+			errno = ENOMEM;
 			rc = -1;
 			break;
 		}
-		m->events = event->events;
-		m->data = event->data;
+		*m = (struct member){ .fd = fd, .events = event->events, .data = event->data,
+				      .regime = REG_NONE, .wake_fd = -1 };
+		ep->members[ep->count++] = m;
 		if (!apply(ep, m, smcr_regime_of(fd))) {
 			int err = errno;
 			drop(ep, m);
@@ -769,7 +555,6 @@ int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 		m->data = event->data;
 		m->disabled = false;
 		m->edge_seen = false;   /* as the kernel: tells what is ready now */
-		heat(ep, m);
 		break;
 	case EPOLL_CTL_DEL:
 		/*
@@ -815,28 +600,7 @@ static bool edge_moved(const struct member *m, uint32_t now)
 	return !(m->events & EPOLLET) || !m->edge_seen || now != m->edge;
 }
 
-/*
- * The SMC member m, with nothing to tell at events() now: if it had no news
- * for IDLE_NS, armed, it is to leave the hot list if nothing else waits on
- * its connection (see the top).
- */
-static void go_quiet(struct smcr_epoll *ep, struct member *m, struct smcr_sock *sk, uint32_t now)
-{
-	if (!m->heard_ns || now != m->heard) {
-		m->heard = now;
-		m->heard_ns = ep->now_ns;
-	}
-	/* one with news lately stays for the spin (arm() quiets it before a sleep) */
-	if (ep->now_ns - m->heard_ns < IDLE_NS)
-		return;
-	if (m->regime != REG_SMC || m->wake_fd < 0 || !smcr_sock_lone_waiter(sk) ||
-	    !smcr_sock_arm(sk, now, m->signalled))
-		return;
-	m->signalled = false;
-	m->quiet = true;
-}
-
-/* Reports the SMC member m if it is ready (and, edge-triggered, has news); else may quiet it. */
+/* Reports the SMC member m if it is ready (and, edge-triggered, has news). */
 static void look_at(struct smcr_epoll *ep, struct member *m, struct epoll_event *out, int *n,
 		    int max)
 {
@@ -845,24 +609,14 @@ static void look_at(struct smcr_epoll *ep, struct member *m, struct epoll_event 
 	uint32_t now = m->regime == REG_SMC ? smcr_sock_events(sk) : 0;
 	uint32_t ready;
 
-	if (m->disabled) {
-		/* nothing to tell until EPOLL_CTL_MOD or ADD, which make it hot */
-		m->quiet = m->regime == REG_SMC;
+	if (m->disabled || !edge_moved(m, now))
 		return;
-	}
-	if (edge_moved(m, now)) {
-		ready = poll_to_epoll(smcr_sock_poll(sk));
-		if (report(ep, m, ready, out, n, max)) {
-			m->edge = now;
-			m->edge_seen = true;
-			return;         /* level-triggered, looked at again next time */
-		}
-		if (ready & (m->events | EPOLLERR | EPOLLHUP))
-			return;         /* not told for want of room: the edge is not spent */
-		m->edge = now;          /* an edge that says nothing new is spent */
+	ready = poll_to_epoll(smcr_sock_poll(sk));
+	/* an edge that says nothing new is spent; one not told for want of room is not */
+	if (report(ep, m, ready, out, n, max) || !(ready & (m->events | EPOLLERR | EPOLLHUP))) {
+		m->edge = now;
 		m->edge_seen = true;
 	}
-	go_quiet(ep, m, sk, now);
 }
 
 /* ---- nested instances (see the top) ---- */
@@ -916,11 +670,8 @@ bool smcr_epoll_nested_ready(int fd)
 	if (ep) {
 		smcr_epoll_get(ep);
 		pthread_mutex_lock(&ep->lock);
-		for (int i = 0; i < ep->count && !ready; i++) {
+		for (int i = 0; i < ep->count && !ready; i++)
 			ready = !quiet_member(ep->members[i]);
-			if (ready)      /* its epoll_wait must look at it */
-				heat(ep, ep->members[i]);
-		}
 	}
 	/* ours are quiet now: only the application's can make it readable */
 	if (!ready)
@@ -974,27 +725,17 @@ static void drive_due(struct smcr_epoll *ep, struct member *m)
 	}
 }
 
-/* Under ep->lock: every member hot, if a connection may have another waiter now (see the top). */
-static void sweep_if_asked(struct smcr_epoll *ep)
-{
-	unsigned int sweep = atomic_load_explicit(&sweeps, memory_order_acquire);
-
-	if (sweep == ep->sweep)
-		return;
-	ep->sweep = sweep;
-	for (int i = 0; i < ep->count; i++)
-		heat(ep, ep->members[i]);
-}
-
 /*
  * Under ep->lock: out[0..k) holds what the kernel reported.  Passes the
- * application's events on and acts on ours, making their members hot.
- * Returns the number of events left in out.
+ * application's events on, acts on ours, then adds every SMC member that is
+ * ready.  Returns the number of events in out; *moved is set when a
+ * connection changed regime (the kernel may have news for it at once).
  */
-static int take_kernel_events(struct smcr_epoll *ep, struct epoll_event *out, int k, int max)
+static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int max, bool *moved)
 {
 	int n = 0;
 
+	ep->round++;
 	for (int i = 0; i < k; i++) {
 		struct epoll_event ev = out[i];
 		struct member *m;
@@ -1006,7 +747,6 @@ static int take_kernel_events(struct smcr_epoll *ep, struct epoll_event *out, in
 		m = find(ep, (int)(uint32_t)ev.data.u64);
 		if (!m)
 			continue;       /* a registration of a descriptor since closed */
-		heat(ep, m);            /* news: looked at next */
 		if ((ev.data.u64 >> 32 & 0xff) == TAG_WAKE) {
 			m->signalled = true;
 			continue;
@@ -1035,39 +775,19 @@ static int take_kernel_events(struct smcr_epoll *ep, struct epoll_event *out, in
 			break;
 		}
 	}
-	return n;
-}
+	for (int i = 0; i < ep->count; i++) {
+		enum regime was = ep->members[i]->regime;
 
-/*
- * Under ep->lock: the kernel's registrations of the hot members brought up
- * to date; true if one changed regime (the kernel may have news for it at
- * once).  Backwards: a member dropped takes the last one's place, synced
- * already.
- */
-static bool sync_hot(struct smcr_epoll *ep)
-{
-	bool moved = false;
-
-	for (int i = ep->nhot - 1; i >= 0; i--) {
-		struct member *m = ep->hot[i];
-		enum regime was = m->regime;
-
-		if (!sync_member(ep, m) || m->regime != was)
-			moved = true;
+		if (!sync_member(ep, ep->members[i])) {
+			*moved = true;
+			i--;            /* dropped: the last member took its place */
+		} else if (ep->members[i]->regime != was) {
+			*moved = true;
+		}
 	}
-	return moved;
-}
-
-/*
- * Under ep->lock: adds every hot member that is ready to out (n events so
- * far), from scan_from on (fairness); those found quiet leave the hot list
- * once the scan is over, backwards as in sync_hot().
- */
-static void scan_hot(struct smcr_epoll *ep, struct epoll_event *out, int *n, int max)
-{
 	ep->due_ms = -1;
-	for (int i = 0; i < ep->nhot; i++) {
-		struct member *m = ep->hot[(ep->scan_from + i) % ep->nhot];
+	for (int i = 0; i < ep->count; i++) {
+		struct member *m = ep->members[(ep->scan_from + i) % ep->count];
 
 		if (m->regime == REG_WATCH)
 			drive_due(ep, m);
@@ -1077,64 +797,22 @@ static void scan_hot(struct smcr_epoll *ep, struct epoll_event *out, int *n, int
 		 */
 		if (m->regime == REG_SMC || m->regime == REG_RESET ||
 		    (m->regime == REG_WATCH && smcr_fd_sock(m->fd)))
-			look_at(ep, m, out, n, max);
+			look_at(ep, m, out, &n, max);
 		else if (m->regime == REG_NESTED)
-			look_at_nested(ep, m, out, n, max);
+			look_at_nested(ep, m, out, &n, max);
 	}
-	if (ep->nhot)
-		ep->scan_from = (ep->scan_from + 1) % ep->nhot;
-	for (int i = ep->nhot - 1; i >= 0; i--) {
-		if (ep->hot[i]->quiet) {
-			ep->hot[i]->quiet = false;
-			cool(ep, ep->hot[i]);
-		}
-	}
-}
-
-/*
- * Under ep->lock: out[0..k) holds what the kernel reported.  Passes the
- * application's events on, acts on ours, then adds every hot SMC member
- * that is ready.  Returns the number of events in out; *moved is set when
- * a connection changed regime (the kernel may have news for it at once).
- */
-static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int max, bool *moved)
-{
-	int n;
-
-	ep->round++;
-	ep->now_ns = smc_clock_ns();
-	sweep_if_asked(ep);
-	n = take_kernel_events(ep, out, k, max);
-	if (sync_hot(ep))
-		*moved = true;
-	scan_hot(ep, out, &n, max);
+	if (ep->count)
+		ep->scan_from = (ep->scan_from + 1) % ep->count;
 	return n;
 }
 
-/*
- * Whether the kernel holds an event for ep, without taking it: a quiet
- * member's wake descriptor written, or the application's own descriptors.
- */
-static bool kernel_has_news(struct smcr_epoll *ep)
-{
-	struct pollfd p = { .fd = ep->fd, .events = POLLIN };
-
-	return REAL(poll)(&p, 1, 0) == 1;
-}
-
-/*
- * A spin's turn: whether a hot SMC member of ep (under its lock) moved past
- * its since, or, every KERNEL_TURNS turns while some members are quiet,
- * the kernel has news.
- */
+/* Whether an SMC member of ep (under its lock) moved past its since (a spin's turn). */
 static bool members_moved(void *arg)
 {
 	struct smcr_epoll *ep = arg;
 
-	if (ep->nhot < ep->count && ++ep->turns % KERNEL_TURNS == 0 && kernel_has_news(ep))
-		return true;
-	for (int i = 0; i < ep->nhot; i++) {
-		struct member *m = ep->hot[i];
+	for (int i = 0; i < ep->count; i++) {
+		struct member *m = ep->members[i];
 
 		if (m->regime != REG_SMC || m->disabled)
 			continue;
@@ -1145,14 +823,13 @@ static bool members_moved(void *arg)
 	return false;
 }
 
-/* Under ep->lock: spins on the hot members while spinning pays; true if one had news. */
+/* Under ep->lock: spins while spinning pays; true if an SMC member had news. */
 static bool spin(struct smcr_epoll *ep)
 {
 	struct smcr_spin_how how = { 0 };
 
-	ep->turns = 0;
-	for (int i = 0; i < ep->nhot; i++) {
-		struct member *m = ep->hot[i];
+	for (int i = 0; i < ep->count; i++) {
+		struct member *m = ep->members[i];
 		if (m->regime == REG_SMC && !m->disabled) {
 			m->since = smcr_sock_events(smcr_fd_sock(m->fd));
 			smcr_spin_join(&how, smcr_sock_spin_how(smcr_fd_sock(m->fd)));
@@ -1161,15 +838,11 @@ static bool spin(struct smcr_epoll *ep)
 	return smcr_spin_for(&ep->spin, how, members_moved, ep);
 }
 
-/*
- * Under ep->lock: arms every hot SMC member, and quiets those nothing else
- * waits on (the others are armed already); false if one is ready after all.
- * Backwards: one quieted takes the last one's place, armed already.
- */
+/* Under ep->lock: arms every SMC member; false if one is ready after all. */
 static bool arm(struct smcr_epoll *ep)
 {
-	for (int i = ep->nhot - 1; i >= 0; i--) {
-		struct member *m = ep->hot[i];
+	for (int i = 0; i < ep->count; i++) {
+		struct member *m = ep->members[i];
 		struct smcr_sock *sk = smcr_fd_sock(m->fd);
 
 		if (m->regime == REG_NESTED && !m->dormant) {
@@ -1180,11 +853,7 @@ static bool arm(struct smcr_epoll *ep)
 				return false;
 			continue;
 		}
-		if (m->regime == REG_PLAIN || (m->regime == REG_SMC && m->disabled)) {
-			cool(ep, m);    /* the kernel's to tell; nothing to tell until made hot */
-			continue;
-		}
-		if (m->regime != REG_SMC || !sk)
+		if (m->regime != REG_SMC || !sk || m->dormant)
 			continue;
 		uint32_t since = smcr_sock_events(sk);
 		if (!m->disabled && (m->events & EPOLLET) && edge_moved(m, since))
@@ -1195,8 +864,6 @@ static bool arm(struct smcr_epoll *ep)
 		if (!smcr_sock_arm(sk, since, m->signalled))
 			return false;
 		m->signalled = false;
-		if (m->wake_fd >= 0 && smcr_sock_lone_waiter(sk))
-			cool(ep, m);
 	}
 	return true;
 }

@@ -30,7 +30,6 @@
 #include "control.h"
 #include "fork.h"
 #include "handshake.h"
-#include "readiness.h"
 #include "smc_sock.h"
 #include "smc_transport.h"
 #include "stats.h"
@@ -61,7 +60,6 @@ static void parent(void)
 	smcr_sock_fork_done();
 	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++)
 		TRANSPORT_STEP(t, fork_parent);
-	smcr_epoll_resweep();   /* the connections have a second holder */
 }
 
 static void child(void)
@@ -75,7 +73,6 @@ static void child(void)
 	smcr_control_fork_child();
 	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++)
 		TRANSPORT_STEP(t, fork_child);
-	smcr_epoll_resweep();
 }
 
 void smcr_fork_init(void)

@@ -239,10 +239,6 @@ static bool poll_prepare_sleep(struct pollfd *fds, nfds_t nfds, uint32_t *since)
 		/* taken before looking, as wait() wants it */
 		uint32_t now = smcr_sock_events(sk);
 
-		/* our arm may read empty a wake descriptor an epoll instance waits on (epoll.c) */
-		if (smcr_sock_polled(sk) && smcr_sock_watchers(sk, 0) > 0)
-			smcr_epoll_resweep();
-
 		if ((smcr_sock_poll(sk) & ((unsigned short)fds[i].events | POLLERR | POLLHUP)) ||
 		    !smcr_sock_arm(sk, now, true))
 			return false;

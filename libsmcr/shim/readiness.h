@@ -37,14 +37,6 @@ void smcr_readiness_changed(int fd);
 /* fd is being closed: it leaves every epoll set it is in (fdtable.c). */
 void smcr_readiness_forget(int fd);
 
-/*
- * A connection may now have a waiter besides an epoll instance of this
- * process (fork, a message carrying it, poll): every instance looks at all
- * its members once more, and keeps such members among those it looks at
- * every time (epoll.c).
- */
-void smcr_epoll_resweep(void);
-
 /* One of libsmcr's descriptors moved from number from to to (base/sys.h): epoll follows. */
 void smcr_readiness_fd_moved(int from, int to);
 

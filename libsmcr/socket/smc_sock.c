@@ -363,9 +363,6 @@ void smcr_sock_setsockopt(struct smcr_sock *sk, int level, int name, const void 
 		sk->sh->linger_abort = ((const struct linger *)value)->l_onoff &&
 				   !((const struct linger *)value)->l_linger;
 	smc_conn_unlock(&sk->conn);
-	/* the urgent byte joins the stream or leaves it: POLLIN may change, which epoll must hear */
-	if (level == SOL_SOCKET && name == SO_OOBINLINE && smcr_sock_phase(sk) == SMCR_SOCK_SMC)
-		sk->conn.ops->wake(&sk->conn);
 	if (level == IPPROTO_TCP && name == TCP_CORK) {
 		sk->sh->corked = on;
 		if (!on && smcr_sock_phase(sk) == SMCR_SOCK_SMC) {
@@ -458,25 +455,6 @@ bool smcr_sock_arm(struct smcr_sock *sk, uint32_t since, bool signalled)
 int smcr_sock_wake_fd(struct smcr_sock *sk)
 {
 	return sk->conn.ops->wake_channel(&sk->conn).rx;
-}
-
-unsigned int smcr_sock_watchers(struct smcr_sock *sk, int delta)
-{
-	return atomic_fetch_add_explicit(&sk->watchers, (unsigned int)delta, memory_order_acq_rel) +
-	       (unsigned int)delta;
-}
-
-bool smcr_sock_polled(struct smcr_sock *sk)
-{
-	return !atomic_load_explicit(&sk->polled, memory_order_relaxed) &&
-	       !atomic_exchange_explicit(&sk->polled, true, memory_order_acq_rel);
-}
-
-bool smcr_sock_lone_waiter(struct smcr_sock *sk)
-{
-	return atomic_load_explicit(&sk->watchers, memory_order_acquire) <= 1 &&
-	       !atomic_load_explicit(&sk->polled, memory_order_acquire) &&
-	       atomic_load_explicit(&sk->sh->holders, memory_order_acquire) <= 1;
 }
 
 void smcr_sock_tcp_ended(struct smcr_sock *sk)

@@ -197,19 +197,6 @@ void smcr_sock_collect(struct smcr_sock *sk);
 struct smcr_spin_how smcr_sock_spin_how(struct smcr_sock *sk);
 bool smcr_sock_arm(struct smcr_sock *sk, uint32_t since, bool signalled);
 int smcr_sock_wake_fd(struct smcr_sock *sk);
-/*
- * For epoll, which leaves a connection unlooked at until its wake
- * descriptor fires only while nobody else can read that descriptor empty
- * first: smcr_sock_watchers() adds delta to the number of this process's
- * epoll registrations of the wake descriptor and returns the new number;
- * smcr_sock_polled() notes that poll or select armed it (true the first
- * time); smcr_sock_lone_waiter() whether one epoll registration of this
- * process is all that waits on it: no other, no poll, no other process
- * holding the connection (nor a message carrying it).
- */
-unsigned int smcr_sock_watchers(struct smcr_sock *sk, int delta);
-bool smcr_sock_polled(struct smcr_sock *sk);
-bool smcr_sock_lone_waiter(struct smcr_sock *sk);
 /* The TCP connection ended (poll or epoll saw it): settle the SMC connection. */
 void smcr_sock_tcp_ended(struct smcr_sock *sk);
 

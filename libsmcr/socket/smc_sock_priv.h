@@ -46,9 +46,6 @@ _Static_assert(sizeof(struct sock_shared) <= STATE_BYTES, "the state outgrew its
 /* This process's view of a connection. */
 struct smcr_sock {
 	_Atomic unsigned int refs;      /* descriptors of this process naming it */
-	_Atomic unsigned int watchers;  /* epoll registrations of its wake descriptor
-					   (smcr_sock_watchers) */
-	_Atomic bool polled;            /* poll or select armed it once */
 	struct sock_shared *sh;
 	_Atomic bool attached;          /* conn has the peer's buffer (read unlocked) */
 	/* threads of the process in its CLC exchange (smc_sock_view.c's settle) */

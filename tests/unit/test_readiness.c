@@ -2,12 +2,10 @@
  * Unit tests of readiness (libsmcr/shim/epoll.c, poll.c,
  * readiness_common.c), called through readiness.h as the interposers of
  * libsmcr/entry/preload_wait.c call it: epoll's level-triggered,
- * EPOLLET, EPOLLONESHOT, DEL, MOD, EPOLLEXCLUSIVE and close; idle members
- * left unlooked at, but not where another instance or poll also waits on
- * their connection; a sleeper woken by news from another thread, and
- * timeouts; poll's and select's bits beside a pipe; an epoll instance
- * nested in another, or in poll; a server's wait for POLLOUT ending at its
- * Proposal's deadline.
+ * EPOLLET, EPOLLONESHOT, DEL, MOD, EPOLLEXCLUSIVE and close; a sleeper
+ * woken by news from another thread, and timeouts; poll's and select's
+ * bits beside a pipe; an epoll instance nested in another, or in poll; a
+ * server's wait for POLLOUT ending at its Proposal's deadline.
  *
  * The socket layer is faked at link time: this file defines every
  * smcr_sock_* function the shim objects need (nm -u), and
@@ -71,9 +69,6 @@ struct smcr_sock {
 	_Atomic bool armed;             /* as the real one, armed from the start */
 	_Atomic int refs;               /* the descriptor table's */
 	_Atomic int tcp_ended;          /* smcr_sock_tcp_ended() calls */
-	_Atomic unsigned int watchers;  /* as the real one's: epoll registrations */
-	_Atomic int looks;              /* smcr_sock_poll() calls */
-	_Atomic bool polled;
 	int wake_fd;
 	bool server;                    /* in the exchange: its Proposal is due once a
 					   write is wanted (smcr_sock_want_send) */
@@ -149,7 +144,6 @@ enum smcr_fd_state smcr_handshake_settle(int fd)
 
 unsigned int smcr_sock_poll(struct smcr_sock *sk)
 {
-	atomic_fetch_add(&sk->looks, 1);
 	return atomic_load(&sk->phase) < SMCR_SOCK_SMC ? atomic_load(&sk->setup_mask)
 						       : atomic_load(&sk->mask);
 }
@@ -187,22 +181,6 @@ bool smcr_sock_arm(struct smcr_sock *sk, uint32_t since, bool signalled)
 int smcr_sock_wake_fd(struct smcr_sock *sk)
 {
 	return sk->wake_fd;
-}
-
-unsigned int smcr_sock_watchers(struct smcr_sock *sk, int delta)
-{
-	return atomic_fetch_add(&sk->watchers, (unsigned int)delta) + (unsigned int)delta;
-}
-
-bool smcr_sock_polled(struct smcr_sock *sk)
-{
-	return !atomic_exchange(&sk->polled, true);
-}
-
-/* One process holds every fake connection. */
-bool smcr_sock_lone_waiter(struct smcr_sock *sk)
-{
-	return atomic_load(&sk->watchers) <= 1 && !atomic_load(&sk->polled);
 }
 
 /* What a peer's CDC does: the state changes, events() moves, an armed waiter is woken. */
@@ -587,130 +565,6 @@ static void epoll_exclusive_never_modified(void **state)
 	single_close(&one);
 }
 
-#define IDLE 50
-
-/* busy's instance, beside IDLE idle members: the busy one ready to read. */
-struct crowd {
-	struct single busy;
-	struct conn idle[IDLE];
-};
-
-static void crowd_open(struct crowd *c)
-{
-	c->busy = single_open(SMCR_SOCK_SMC, 0, EPOLLIN);
-	for (int i = 0; i < IDLE; i++) {
-		c->idle[i] = conn_open(SMCR_SOCK_SMC, POLLOUT);
-		assert_int_equal(ep_ctl(c->busy.ep, EPOLL_CTL_ADD, c->idle[i].fd, EPOLLIN, i), 0);
-	}
-}
-
-/*
- * After how idle members went quiet: epoll_wait reports the busy one 20
- * times over without looking at them (epoll.c: the hot list); then news
- * on one of them is told at once, a readable busy one beside it.
- */
-static void crowd_check_and_close(struct crowd *c)
-{
-	struct epoll_event out[4];
-	int looks = 0;
-
-	news(c->busy.c.sk, POLLIN);
-	for (int i = 0; i < IDLE; i++)
-		looks += atomic_load(&c->idle[i].sk->looks);
-	for (int round = 0; round < 20; round++)
-		assert_int_equal(ep_one(c->busy.ep, DATA_A, 0), EPOLLIN);
-	for (int i = 0; i < IDLE; i++)
-		looks -= atomic_load(&c->idle[i].sk->looks);
-	assert_int_equal(looks, 0);
-	news(c->idle[7].sk, POLLIN | POLLOUT);
-	assert_int_equal(smcr_epoll_wait(c->busy.ep, out, 4, 0, NULL), 2);
-	assert_int_equal(events_of(out, 2, 7), EPOLLIN);
-	assert_int_equal(events_of(out, 2, DATA_A), EPOLLIN);
-	for (int i = 0; i < IDLE; i++)
-		conn_close(&c->idle[i]);
-	single_close(&c->busy);
-}
-
-/* An epoll_wait that sleeps arms every member and leaves the idle ones quiet. */
-static void epoll_idle_members_quiet_after_sleep(void **state)
-{
-	struct crowd c;
-
-	(void)state;
-	crowd_open(&c);
-	assert_int_equal(ep_one(c.busy.ep, DATA_A, 1), 0);
-	crowd_check_and_close(&c);
-}
-
-/*
- * One that never sleeps (the busy member is always ready) arms a member
- * once it had no news for IDLE_NS (1 ms): 2 ms after a first look, the next
- * leaves them quiet.
- */
-static void epoll_idle_members_quiet_after_idle_time(void **state)
-{
-	struct crowd c;
-
-	(void)state;
-	crowd_open(&c);
-	news(c.busy.c.sk, POLLIN);
-	assert_int_equal(ep_one(c.busy.ep, DATA_A, 0), EPOLLIN);
-	assert_int_equal(usleep(2000), 0);
-	assert_int_equal(ep_one(c.busy.ep, DATA_A, 0), EPOLLIN);
-	crowd_check_and_close(&c);
-}
-
-/*
- * An event loop that deletes and adds a connection again at every request
- * (redis-benchmark does): the member is news, and is neither armed (its
- * peer would pay a wake-up for the answer) nor left out of the spin before
- * epoll_wait has slept or it has been idle for IDLE_NS.
- */
-static void epoll_readded_member_stays_hot(void **state)
-{
-	struct single busy = single_open(SMCR_SOCK_SMC, POLLIN, EPOLLIN);
-	struct conn c = conn_open(SMCR_SOCK_SMC, POLLOUT);
-	struct epoll_event out[4];
-	int looks;
-
-	(void)state;
-	assert_int_equal(ep_ctl(busy.ep, EPOLL_CTL_ADD, c.fd, EPOLLOUT, DATA_B), 0);
-	for (int round = 0; round < 5; round++)         /* a loop that has run a while */
-		assert_int_equal(smcr_epoll_wait(busy.ep, out, 4, 0, NULL), 2);
-	atomic_store(&c.sk->armed, false);      /* woken, as by the answer to a request */
-	assert_int_equal(smcr_epoll_ctl(busy.ep, EPOLL_CTL_DEL, c.fd, NULL), 0);
-	assert_int_equal(ep_ctl(busy.ep, EPOLL_CTL_ADD, c.fd, EPOLLIN, DATA_B), 0);
-	looks = atomic_load(&c.sk->looks);
-	assert_int_equal(ep_one(busy.ep, DATA_A, 0), EPOLLIN);
-	assert_false(atomic_load(&c.sk->armed));
-	assert_int_equal(ep_one(busy.ep, DATA_A, 0), EPOLLIN);
-	assert_true(atomic_load(&c.sk->looks) > looks + 1);    /* looked at, both times */
-	conn_close(&c);
-	single_close(&busy);
-}
-
-/*
- * A connection in two instances: one of them, arming it, reads its wake
- * descriptor empty, and the kernel drops the other's event with it; so
- * neither leaves it unlooked at (epoll.c: a member is quiet only when its
- * instance is all that waits on it), and the other still tells its news.
- */
-static void epoll_member_of_two_instances(void **state)
-{
-	struct single writer = single_open(SMCR_SOCK_SMC, 0, EPOLLOUT);
-	int reader = ep_new();
-
-	(void)state;
-	assert_int_equal(ep_ctl(reader, EPOLL_CTL_ADD, writer.c.fd, EPOLLIN, DATA_B), 0);
-	assert_int_equal(ep_one(reader, DATA_B, 1), 0);        /* each sleeps: armed */
-	assert_int_equal(ep_one(writer.ep, DATA_A, 1), 0);
-	news(writer.c.sk, POLLIN);
-	assert_int_equal(ep_one(writer.ep, DATA_A, 1), 0);     /* not writable: armed again */
-	assert_int_equal(ep_one(reader, DATA_B, 0), EPOLLIN);
-	ep_close(reader);
-	single_close(&writer);
-}
-
 /* A connection whose CLC exchange is under way is not the application's to see yet. */
 static void epoll_member_waits_for_smc(void **state)
 {
@@ -859,39 +713,6 @@ static uint32_t wake_waiter(struct waiter *w, void *(*body)(void *), struct smcr
 	assert_true(w->ms < GUARD_MS);
 	assert_int_equal(w->rc, 1);
 	return w->got;
-}
-
-/* Polls w->fd for POLLOUT alone, SHORT_MS: news of readability wakes it, and it arms again. */
-static void *poll_out_waiter(void *arg)
-{
-	struct waiter *w = arg;
-
-	atomic_store(&w->tid, gettid());
-	w->p = (struct pollfd){ .fd = w->fd, .events = POLLOUT };
-	w->rc = smcr_poll(&w->p, 1, SHORT_MS, NULL);
-	return NULL;
-}
-
-/*
- * poll, arming a connection an epoll instance left unlooked at, reads its
- * wake descriptor empty after news, and the kernel drops the instance's
- * event with it; the instance looks at all its members again
- * (smcr_epoll_resweep) and still tells the news.
- */
-static void epoll_member_armed_by_poll(void **state)
-{
-	struct single one = single_open(SMCR_SOCK_SMC, 0, EPOLLIN);
-	struct waiter w = { .fd = one.c.fd };
-
-	(void)state;
-	assert_int_equal(ep_one(one.ep, DATA_A, 1), 0);        /* slept, armed: quiet */
-	assert_int_equal(pthread_create(&w.thread, NULL, poll_out_waiter, &w), 0);
-	assert_true(wait_asleep(&w));
-	news(one.c.sk, POLLIN);
-	assert_int_equal(pthread_join(w.thread, NULL), 0);
-	assert_int_equal(w.rc, 0);
-	assert_int_equal(ep_one(one.ep, DATA_A, 0), EPOLLIN);
-	single_close(&one);
 }
 
 static void epoll_wait_woken(void **state)
@@ -1150,17 +971,12 @@ int main(void)
 		cmocka_unit_test(epoll_close_forgets),
 		cmocka_unit_test(epoll_close_after_del_forgets),
 		cmocka_unit_test(epoll_exclusive_never_modified),
-		cmocka_unit_test(epoll_idle_members_quiet_after_sleep),
-		cmocka_unit_test(epoll_idle_members_quiet_after_idle_time),
-		cmocka_unit_test(epoll_readded_member_stays_hot),
-		cmocka_unit_test(epoll_member_of_two_instances),
 		cmocka_unit_test(epoll_member_waits_for_smc),
 		cmocka_unit_test(epoll_member_handed_back_on_tcp),
 		cmocka_unit_test(epoll_tcp_end_reaches_connection),
 		cmocka_unit_test(epoll_app_data_that_looks_like_ours),
 		cmocka_unit_test(epoll_app_data_like_ours_closed),
 		cmocka_unit_test(epoll_wait_woken),
-		cmocka_unit_test(epoll_member_armed_by_poll),
 		cmocka_unit_test(poll_woken),
 		cmocka_unit_test(timeouts_return_zero),
 		cmocka_unit_test(poll_bits_beside_a_pipe),

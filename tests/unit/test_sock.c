@@ -3,8 +3,7 @@
  * (libsmcr/socket/smc_sock.c): recv and send with their flags, shutdown,
  * close and abort as the peer sees them, FIONREAD, SIOCOUTQ, SIOCATMARK,
  * the socket options the connection answers itself, poll's bits in each
- * state, the waits and wake-ups behind blocking calls and epoll, and the
- * local changes that make a connection readier moving its events().
+ * state, and the waits and wake-ups behind blocking calls and epoll.
  *
  * Two ends of one connection, A and B, live in this process, joined by a
  * fake transport (struct smc_transport_ops) made of plain memory:
@@ -995,31 +994,6 @@ static void poll_bits_after_the_peer_closed(void **state)
 	assert_int_equal(smcr_sock_poll(p->sk[1]), RD | POLLRDHUP | WR | POLLHUP);
 }
 
-/*
- * What this process does to a connection that makes it readier moves its
- * events(), as the peer's CDCs do: epoll leaves an idle member alone until
- * its wake descriptor says so (shim/epoll.c).
- */
-static void local_readiness_changes_move_events(void **state)
-{
-	struct pair *p = *state;
-	uint32_t before;
-
-	/* an unread urgent byte, not inline, is nothing to read; inline it is */
-	assert_int_equal(send_str(p->sk[0], "x", MSG_OOB), 1);
-	assert_int_equal(smcr_sock_poll(p->sk[1]), WR | POLLPRI);
-	before = smcr_sock_events(p->sk[1]);
-	set_int(p->sk[1], SOL_SOCKET, SO_OOBINLINE, 1);
-	assert_int_equal(smcr_sock_poll(p->sk[1]), RD | WR | POLLPRI);
-	assert_int_not_equal(smcr_sock_events(p->sk[1]), before);
-	/* the send after the peer closed: hang-up and an error from then on */
-	close_end(p, 0);
-	before = smcr_sock_events(p->sk[1]);
-	assert_int_equal(send_str(p->sk[1], "lost", 0), 4);
-	assert_true(smcr_sock_poll(p->sk[1]) & POLLHUP);
-	assert_int_not_equal(smcr_sock_events(p->sk[1]), before);
-}
-
 static void calls_before_smc_fail_as_tcp_would(void **state)
 {
 	struct pair *p = *state;
@@ -1156,7 +1130,6 @@ int main(void)
 		PAIR_TEST(poll_bits_follow_the_half_closes),
 		PAIR_TEST(poll_bits_after_shut_rd),
 		PAIR_TEST(poll_bits_after_the_peer_closed),
-		PAIR_TEST(local_readiness_changes_move_events),
 		PAIR_TEST(calls_before_smc_fail_as_tcp_would),
 		PAIR_TEST(wake_fd_signals_events_once_armed),
 		PAIR_TEST(blocked_recv_wakes_when_the_peer_sends),
