@@ -54,11 +54,7 @@ def attacked(name, sends):
     return c
 kept = [attacked("held", 64), attacked("unlinked", 2000)]
 own = used()
-own.sendall(b"go\n")
-left = size
-while left and (piece := own.recv(65536)):
-    own.sendall(piece)
-    left -= len(piece)
+used_conns.echo_after_go(own, size)
 own.close()
 worker.sendall(b"q")
 for c in kept:
@@ -103,7 +99,7 @@ stop.set()
 EOS
 
 cat > "$WORK/client.py" <<'EOS'
-import os, socket, sys, threading
+import sys, threading
 import used_conns
 addr, port, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def used():
@@ -119,17 +115,8 @@ attacked = [used(), used()]
 for s in attacked:
     threading.Thread(target=drain, args=(s,), daemon=True).start()
 own = used()
-got = b""
-while len(got) < 3:
-    got += own.recv(3 - len(got))
-data = os.urandom(size)
-t = threading.Thread(target=own.sendall, args=(data,))
-t.start()
-echo = bytearray()
-while len(echo) < size and (piece := own.recv(65536)):
-    echo += piece
-t.join()
-print("the acceptor's own connection echoes the same:", got == b"go\n" and bytes(echo) == data, flush=True)
+print("the acceptor's own connection echoes the same:", used_conns.echoes_after_go(own, size),
+      flush=True)
 EOS
 
 start_bg acceptor smcr "$PY" "$WORK/acceptor.py" "$TEST_ADDR" "$PORT" "$WORK" $BYTES

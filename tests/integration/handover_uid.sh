@@ -75,14 +75,7 @@ for c in kept:                  # the acceptor goes on with its copies
 print(f"copies after the attack: {sent + failed} used, none crashed", flush=True)
 print(f"(of those, {sent} sends went through and {failed} failed or timed out)", flush=True)
 for c in own:                   # then its own connections echo
-    c.sendall(b"go\n")
-    left = size
-    while left:
-        piece = c.recv(65536)
-        if not piece:
-            break
-        c.sendall(piece)
-        left -= len(piece)
+    used_conns.echo_after_go(c, size)
     c.close()
 honest.close()
 hostile.close()
@@ -157,22 +150,16 @@ while True:
 EOS
 
 cat > "$WORK/client.py" <<'EOS'
-import os, socket, sys, threading
+import sys
 import used_conns
 addr, port = sys.argv[1], int(sys.argv[2])
 honest_n, own_n, hostile_n, size = map(int, sys.argv[3:7])
 def used():
     return used_conns.connected(addr, port)
 def echo(s):
-    data = os.urandom(size)
-    t = threading.Thread(target=s.sendall, args=(data,))
-    t.start()
-    got = bytearray()
-    while len(got) < size and (piece := s.recv(65536)):
-        got += piece
-    t.join()
+    same = used_conns.echoes(s, size)
     s.close()
-    return bytes(got) == data
+    return same
 print("honest worker echoes the same:", sum(echo(used()) for _ in range(honest_n)), flush=True)
 own = [used() for _ in range(own_n)]
 hostile = []
@@ -184,12 +171,8 @@ for _ in range(hostile_n):          # what comes back on them is the hostile wor
     except OSError:
         pass
     hostile.append(s)
-def after_go(s):
-    got = b""
-    while len(got) < 3:
-        got += s.recv(3 - len(got))
-    return got == b"go\n" and echo(s)
-print("the acceptor's own connections echo the same:", sum(after_go(s) for s in own), flush=True)
+print("the acceptor's own connections echo the same:",
+      sum(used_conns.echoes_after_go(s, size) for s in own), flush=True)
 for s in hostile:
     s.close()
 EOS

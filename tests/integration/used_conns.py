@@ -2,8 +2,11 @@
 which a root acceptor hands connections to workers (handover_uid.sh,
 adversarial/state_lock.sh): the client says "hello\\n", the acceptor reads
 it and answers "ok\\n", so that the connection has carried bytes both ways
-(its CLC exchange is over) before the acceptor passes it on."""
+(its CLC exchange is over) before the acceptor passes it on.  Later the
+acceptor says "go\n" on a connection it kept and echoes what follows."""
+import os
 import socket
+import threading
 
 
 def accepted(listener):
@@ -25,3 +28,32 @@ def connected(addr, port):
         got += conn.recv(3 - len(got))
     assert got == b"ok\n", got
     return conn
+
+
+def echo_after_go(conn, size):
+    """The acceptor: says "go\n", then echoes size bytes (fewer if they end)."""
+    conn.sendall(b"go\n")
+    left = size
+    while left and (piece := conn.recv(65536)):
+        conn.sendall(piece)
+        left -= len(piece)
+
+
+def echoes(conn, size):
+    """The client: whether size random bytes sent on conn came back as sent."""
+    data = os.urandom(size)
+    sender = threading.Thread(target=conn.sendall, args=(data,))
+    sender.start()
+    echo = bytearray()
+    while len(echo) < size and (piece := conn.recv(65536)):
+        echo += piece
+    sender.join()
+    return bytes(echo) == data
+
+
+def echoes_after_go(conn, size):
+    """The client: whether "go\n" came, then the echo (echoes)."""
+    got = b""
+    while len(got) < 3 and (piece := conn.recv(3 - len(got))):
+        got += piece
+    return got == b"go\n" and echoes(conn, size)
