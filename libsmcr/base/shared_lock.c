@@ -9,8 +9,6 @@
  * that a hostile process never wakes (or that misses a wake-up the word's
  * rewriting stole) wakes at its deadline anyway: each sleep is bounded.
  */
-#include <errno.h>
-#include <limits.h>
 #include <linux/futex.h>
 #include <time.h>
 
