@@ -18,9 +18,13 @@
  * FD_CLOEXEC, which every queued descriptor has, so a descriptor that still
  * has it was not reached and waits for the next helper; one without it is
  * a placeholder.  A helper blocked where SIGKILL cannot reach it (a FUSE
- * flush) is waited for; meanwhile the queue fills to SMCRD_CLOSER_ROOM and
- * smcrd stops reading requests (control.c), so smcrd's descriptor count
- * stays bounded whatever its clients send.
+ * flush) is waited for; meanwhile the queue fills to its room (closer.h)
+ * and smcrd stops reading requests (control.c), so smcrd's descriptor
+ * count stays bounded whatever its clients send.  The room is a share of
+ * the open-file limit, so that honest requests are never refused for
+ * descriptors that only wait here: below 1,012 descriptors, where a
+ * quarter is less than one message can carry, smcrd reads a request only
+ * once the helper has closed all the last one brought.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +34,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -42,6 +47,7 @@
 
 static int *queue;              /* queue[0 .. batch) is the helper's, the rest waits */
 static size_t queued, capacity, batch;
+static size_t room = SMCRD_CLOSER_ROOM;         /* smcrd_closer_has_room */
 static int placeholder = -1;    /* what takes a closed descriptor's place */
 static int helper_fd = -1;      /* pidfd of the helper at work */
 static int gate[2] = { -1, -1 };        /* the keeper exits when smcrd closes these */
@@ -86,6 +92,10 @@ static _Noreturn void helper(void)
 
 int smcrd_closer_start(void)
 {
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 4 < room)
+		room = rl.rlim_cur / 4;
 	placeholder = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	return placeholder < 0 ? -1 : 0;
 }
@@ -112,7 +122,7 @@ int smcrd_close_later(int fd)
 
 bool smcrd_closer_has_room(size_t n)
 {
-	return queued + n <= SMCRD_CLOSER_ROOM;
+	return queued == 0 || queued + n <= room;
 }
 
 int smcrd_closer_fd(void)

@@ -16,16 +16,26 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* At most this many descriptors wait to be closed before smcrd stops reading requests. */
+/*
+ * How many descriptors may wait to be closed before smcrd stops reading
+ * requests: a quarter of its open-file limit, at most this many.
+ */
 #define SMCRD_CLOSER_ROOM 4096
 
-/* Starts closing through helpers (until then descriptors are closed at once). */
+/*
+ * Starts closing through helpers (until then descriptors are closed at
+ * once), with room for a quarter of the open-file limit as it is now.
+ */
 int smcrd_closer_start(void);
 
 /* Closes fd soon, in a helper.  Returns 0 (close()'s signature). */
 int smcrd_close_later(int fd);
 
-/* Whether n more descriptors fit in SMCRD_CLOSER_ROOM. */
+/*
+ * Whether a message of n more descriptors may be read: they fit in the
+ * room, or none waits (so that a low open-file limit slows smcrd down
+ * rather than stopping it).
+ */
 bool smcrd_closer_has_room(size_t n);
 
 /* What smcrd's loop polls for (POLLIN: the helper ended; -1: nothing) ... */

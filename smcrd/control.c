@@ -434,9 +434,19 @@ static bool grant(struct smcrd_control *ctl, struct smcrd_client *c, uint64_t by
 	return true;
 }
 
-/* in: the TCP socket, the memfd, the channel, the state.  Checks, charges and records the offer. */
+/* m's answer: no descriptor left to take or send (libsmcr says SMCRDFULL). */
+static void say_short_of_descriptors(struct smcr_control_msg *m)
+{
+	m->result = -EMFILE;
+	snprintf(m->text, sizeof(m->text), "smcrd is short of descriptors");
+}
+
+/*
+ * in: the TCP socket, the memfd, the channel, the state.  Checks, charges
+ * and records the offer, which keeps in[1..4].
+ */
 static void offer(struct smcrd_control *ctl, struct smcrd_client *c, struct smcr_control_msg *m,
-		  const int *in, const struct smcrd_limits *l)
+		  int *in, const struct smcrd_limits *l)
 {
 	struct smcrd_shm_offer o;
 
@@ -464,7 +474,9 @@ static void attach(struct smcrd_control *ctl, const struct smcrd_client *c,
 		   struct smcr_control_msg *m, int sock, int fds[2])
 {
 	m->result = smcrd_shm_attach(&ctl->shm, &m->token, sock, fds);
-	if (m->result) {
+	if (m->result == -EMFILE) {
+		say_short_of_descriptors(m);
+	} else if (m->result) {
 		/* The reason stays here: the asker may be probing (see shm_broker.c). */
 		snprintf(m->text, sizeof(m->text), "no such buffer for this connection");
 		smcrd_log(LOG_INFO, "process %d (%s) refused buffer %016llx", (int)c->pid,
@@ -598,17 +610,15 @@ static void carry_survivors(struct smcrd_control *ctl, struct smcrd_client *c,
 
 /* REGISTER with in[0..nin-1]: the process's statistics region, if it sent one. */
 static void register_client(struct smcrd_control *ctl, struct smcrd_client *c, struct smcrd *d,
-			    struct smcr_control_msg *m, const int *in, size_t nin, int *fds,
+			    struct smcr_control_msg *m, int *in, size_t nin, int *fds,
 			    size_t *nfds, const struct smcrd_limits *l)
 {
 	c->registered = true;
 	if (nin && !c->stats) {         /* registered twice on one connection: keep the first */
 		c->stats = smcrd_stats_map(in[0], m->text, sizeof(m->text));
-		if (c->stats)           /* kept to look for holes punched later */
-			c->stats_fd = fcntl(in[0], F_DUPFD_CLOEXEC, 0);
-		if (c->stats && c->stats_fd < 0) {
-			forget_region(c);
-			snprintf(m->text, sizeof(m->text), "smcrd is short of descriptors");
+		if (c->stats) {         /* a memfd, whose close never waits: kept to look for holes */
+			c->stats_fd = in[0];
+			in[0] = -1;
 		}
 		if (!c->stats) {
 			m->result = -EINVAL;
@@ -642,10 +652,8 @@ static void reset_stats(struct smcrd_control *ctl, const struct smcrd_client *c,
 /* The kernel could not give us all of a request's descriptors: we are out of them. */
 static bool all_arrived(struct smcr_control_msg *m, bool short_of_fds)
 {
-	if (short_of_fds) {
-		m->result = -EMFILE;
-		snprintf(m->text, sizeof(m->text), "smcrd is short of descriptors");
-	}
+	if (short_of_fds)
+		say_short_of_descriptors(m);
 	return !short_of_fds;
 }
 
@@ -692,12 +700,13 @@ static bool read_allowed(const struct smcrd_client *c, struct smcr_control_msg *
 }
 
 /*
- * Answers one well-formed request; in[]: the descriptors it carried (closed
- * by the caller), short_of_fds: not all of them, we are out of descriptors.
- * False if the client must be dropped.
+ * Answers one well-formed request; in[]: the descriptors it carried, closed
+ * by the caller but for those the request keeps (set to -1); short_of_fds:
+ * not all of them, we are out of descriptors.  False if the client must be
+ * dropped.
  */
 static bool answer(struct smcrd_control *ctl, struct smcrd_client *c, struct smcrd *d,
-		   struct smcr_control_msg *m, const int *in, size_t nin, bool short_of_fds)
+		   struct smcr_control_msg *m, int *in, size_t nin, bool short_of_fds)
 {
 	static struct smcr_control_status st;   /* 30 KiB: not on the stack */
 	static struct smcr_control_conns conns;

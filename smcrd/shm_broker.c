@@ -24,7 +24,8 @@
  * socket that is not the peer all get the same -EACCES, so a process that is
  * not the peer learns nothing, not even whether a token exists; the 64-bit
  * random token only names an offer and keeps nobody out by itself.  A
- * refused attempt leaves the offer for its peer.
+ * refused attempt leaves the offer for its peer.  Only the peer itself may
+ * hear -EMFILE instead: smcrd had no descriptors left to send.
  *
  * What the peer gets.  A memfd sealed against shrinking, growing and further
  * sealing, so the owner cannot pull pages from under the peer's mapping
@@ -109,12 +110,11 @@ void smcrd_shm_broker_init(struct smcrd_shm_broker *b)
 {
 	struct rlimit rl;
 
-	/* Half our descriptors may hold offers, the other half serve clients. */
+	/*
+	 * Half our descriptors may hold offers; a quarter may wait to be closed
+	 * (closer.h), the rest serve clients.
+	 */
 	*b = (struct smcrd_shm_broker){ .max_offers = MAX_OFFERS };
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 2 / OFFER_FDS < MAX_OFFERS)
 		b->max_offers = rl.rlim_cur / 2 / OFFER_FDS;
 	int probe = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -329,10 +329,8 @@ static int dup_fds(const int *fds, size_t n, int *copies)
 }
 
 int smcrd_shm_add(struct smcrd_shm_broker *b, const struct smcrd_shm_offer *o,
-		  const int fds[SMCRD_SHM_OFFER_FDS], uint64_t owner, uint64_t *token)
+		  int fds[SMCRD_SHM_OFFER_FDS], uint64_t owner, uint64_t *token)
 {
-	int copies[OFFER_FDS];
-
 	if (b->n >= b->max_offers)
 		return -EMFILE;
 	if (b->n == b->capacity) {
@@ -344,18 +342,18 @@ int smcrd_shm_add(struct smcrd_shm_broker *b, const struct smcrd_shm_offer *o,
 		b->capacity = cap;
 	}
 	int rc = new_token(b, token);
-	if (!rc)
-		rc = dup_fds(fds + 1, OFFER_FDS, copies);
 	if (rc)
 		return rc;
 	struct smcrd_shm_offer *slot = &b->offers[b->n++];
 	*slot = *o;
 	slot->token = *token;
 	slot->owner = owner;
-	slot->memfd = copies[0];
-	slot->wake_rx = copies[1];
-	slot->wake_tx = copies[2];
-	slot->statefd = copies[3];
+	slot->memfd = fds[1];
+	slot->wake_rx = fds[2];
+	slot->wake_tx = fds[3];
+	slot->statefd = fds[4];
+	/* Checked to be memfds and unix sockets, whose close never waits: kept, not copied. */
+	fds[1] = fds[2] = fds[3] = fds[4] = -1;
 	return 0;
 }
 
@@ -391,8 +389,11 @@ int smcrd_shm_attach(struct smcrd_shm_broker *b, uint64_t *token, int sock, int 
 
 	if (!read_conn(sock, &c, why, sizeof(why)))
 		o = *token ? find(b, *token) : find_by_conn(b, &c, is_peer);
-	if (!o || !is_peer(o, &c) || dup_fds((const int[]){ o->memfd, o->wake_tx }, 2, fds))
+	if (!o || !is_peer(o, &c))
 		return -EACCES;
+	int rc = dup_fds((const int[]){ o->memfd, o->wake_tx }, 2, fds);    /* only -EMFILE */
+	if (rc)
+		return rc;
 	*token = o->token;
 	b->attached += !o->attached;
 	o->attached = true;

@@ -80,17 +80,19 @@ int smcrd_shm_check(struct smcrd_shm_offer *o, const int fds[SMCRD_SHM_OFFER_FDS
 		    uint64_t bytes, char *why, size_t size);
 
 /*
- * Records a checked offer for owner, keeping copies of its memfd, channel
- * and state; its token in *token.  0, -EMFILE (too many offers) or -ENOMEM.
+ * Records a checked offer for owner, taking its memfd, channel and state
+ * from fds[1..4] (set to -1 then); its token in *token.  0, -EMFILE (too
+ * many offers) or -ENOMEM, the descriptors left where they were.
  */
 int smcrd_shm_add(struct smcrd_shm_broker *b, const struct smcrd_shm_offer *o,
-		  const int fds[SMCRD_SHM_OFFER_FDS], uint64_t owner, uint64_t *token);
+		  int fds[SMCRD_SHM_OFFER_FDS], uint64_t owner, uint64_t *token);
 
 /*
  * Copies of the memfd and the channel's tx of offer *token (0: the one made on
  * the other end of sock's connection, whose token goes into *token) into
  * fds[] (the caller's to close) if sock is the other end of the offering
- * connection.  -EACCES otherwise, whatever the reason (see shm_broker.c).
+ * connection.  -EACCES otherwise, whatever the reason (see shm_broker.c);
+ * -EMFILE if smcrd has no descriptors for the copies.
  */
 int smcrd_shm_attach(struct smcrd_shm_broker *b, uint64_t *token, int sock, int fds[2]);
 

@@ -103,7 +103,10 @@ static int absolute_path(const char *path, char *buf, size_t size)
 	return snprintf(buf, size, "%s/%s", cwd, path) < (int)size ? 0 : -1;
 }
 
-/* Each client, and each buffer waiting for its peer (shm_broker.c), holds a descriptor. */
+/*
+ * Each client, each buffer waiting for its peer (shm_broker.c) and each
+ * descriptor waiting to be closed (closer.c) holds one.
+ */
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
@@ -172,6 +175,7 @@ static int start(struct smcrd *d, const char *conf, const char *cgroup, bool for
 			return 1;
 		}
 	}
+	raise_fd_limit();               /* first: the closer and the offers take shares of it */
 	if (smcrd_closer_start()) {
 		smcrd_log(LOG_ERR, "closer: %s", strerror(errno));
 		return 1;
@@ -181,7 +185,6 @@ static int start(struct smcrd *d, const char *conf, const char *cgroup, bool for
 		smcrd_log(LOG_ERR, "signalfd: %s", strerror(errno));
 		return 1;
 	}
-	raise_fd_limit();
 	if (smcrd_control_open(&d->control)) {
 		smcrd_log(LOG_ERR, "control socket %s: %s", d->control.path, strerror(errno));
 		return 1;

@@ -289,7 +289,7 @@ static bool offer_acceptable(const struct fuzz_control_request *req, uint64_t by
 	       memfd_of(req->slot[4], 1, 65536);
 }
 
-static void check_offer(struct run *run, const struct smcr_control_msg *m, const int *in,
+static void check_offer(struct run *run, const struct smcr_control_msg *m, int *in,
 			const struct fuzz_control_request *req)
 {
 	struct smcrd_shm_offer o;
@@ -302,6 +302,8 @@ static void check_offer(struct run *run, const struct smcr_control_msg *m, const
 		return;
 	CHECK(o.bytes == m->bytes);
 	CHECK(smcrd_shm_add(&run->broker, &o, in, OWNER, &token) == 0);
+	/* the offer keeps its memfd, channel and state; the socket stays the caller's */
+	CHECK(in[0] >= 0 && in[1] == -1 && in[2] == -1 && in[3] == -1 && in[4] == -1);
 	run->offers[run->noffers++] = (struct offer_record){
 		.token = token, .bytes = o.bytes, .end = slot_kind(req->slot[0]), .live = true,
 	};
@@ -435,7 +437,7 @@ static void check_register(const int *in, size_t nin, const struct fuzz_control_
 		munmap((void *)s, smcr_stats_region_size());
 }
 
-static void check_descriptors(struct run *run, const struct smcr_control_msg *m, const int *in,
+static void check_descriptors(struct run *run, const struct smcr_control_msg *m, int *in,
 			      size_t nin, const struct fuzz_control_request *req)
 {
 	switch (m->type) {
