@@ -23,6 +23,7 @@
 	X(CONFINED, 0x03000400u, "the process cannot take smcrd's buffers (limits, sandbox)") \
 	X(NOPROPOSAL, 0x03000500u, "no CLC Proposal from the client before the server wrote") \
 	X(SMCRDFULL, 0x03000600u, "smcrd holds as many buffers as its open-file limit allows") \
+	X(PEERLEFT, 0x03000700u, "the peer could not keep SMC: the rest went over TCP") \
 	X(PEERNOSMC, 0x03010000u, "peer did not signal SMC in the TCP handshake")   \
 	X(IPSEC, 0x03020000u, "IPsec in use")                                       \
 	X(NOSMCDEV, 0x03030000u, "no usable SMC device or transport")               \

@@ -18,7 +18,7 @@
 #include "reason.h"
 
 /* Bumped whenever struct smcr_stats changes: smcrd refuses other layouts. */
-#define SMCR_STATS_LAYOUT 8
+#define SMCR_STATS_LAYOUT 9
 
 /* The scalar counters, each only ever growing; transport[], fallbacks[] and rdma follow. */
 #define SMCR_STATS_COUNTERS(X)                                                      \
@@ -44,7 +44,8 @@
 	X(recvs)            /* receive calls that returned data */                  \
 	X(sends)            /* send calls that sent data */                         \
 	X(rmb_full)         /* our RMB filled up: our reader was behind */          \
-	X(peer_rmb_full)    /* the peer's RMB was full: a send had to wait (write_blocked) */
+	X(peer_rmb_full)    /* the peer's RMB was full: a send had to wait (write_blocked) */ \
+	X(left)             /* went on over TCP mid-stream, either end leaving (LEAVE) */
 
 /*
  * The RDMA transport's links (smc_rdma_link.h), counted where they change.

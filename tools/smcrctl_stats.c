@@ -292,7 +292,8 @@ struct prom_metric {
 	X("RECVS", 10, recvs)                   \
 	X("SENDS", 10, sends)                   \
 	X("FULL_LOC", 10, rmb_full)             \
-	X("FULL_REM", 10, peer_rmb_full)
+	X("FULL_REM", 10, peer_rmb_full)        \
+	X("LEFT", 6, left)
 
 #define PLUS_ONE(...) +1
 _Static_assert(0 TRANSPORT_COLUMNS(PLUS_ONE) == 0 SMCR_STATS_TRANSPORT_COUNTERS(PLUS_ONE),

@@ -251,6 +251,19 @@ void smcr_conn_table_moved(struct smc_conn *conn, size_t in, size_t out)
 	publish(conn);
 }
 
+void smcr_conn_table_smc_left(struct smc_conn *conn, enum smcr_reason reason, uint32_t peer_reason)
+{
+	struct smcr_conn_record *r = record(conn->record);
+
+	smcr_stat_add(transport[conn->ops->id].left, 1);
+	if (r) {
+		atomic_store_explicit(&r->reason, reason, RELAXED);
+		atomic_store_explicit(&r->peer_reason, peer_reason, RELAXED);
+		publish(conn);
+	}
+	smcr_conn_table_smc_closed(conn);
+}
+
 void smcr_conn_table_smc_closed(struct smc_conn *conn)
 {
 	const unsigned int t = conn->ops->id;

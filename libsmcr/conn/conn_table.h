@@ -59,6 +59,13 @@ void smcr_conn_table_smc_taken(struct smc_conn *conn, unsigned int rmb_class);
  */
 void smcr_conn_table_moved(struct smc_conn *conn, size_t in, size_t out);
 
+/*
+ * conn went on over TCP (conn/smc_leave.h): counted left and closed, for
+ * reason (ours: why we left, or PEERLEFT) and peer_reason (the code the
+ * peer gave, or 0), both in its record.
+ */
+void smcr_conn_table_smc_left(struct smc_conn *conn, enum smcr_reason reason, uint32_t peer_reason);
+
 /* conn is over: counted closed (and its traffic, if it had no record). */
 void smcr_conn_table_smc_closed(struct smc_conn *conn);
 

@@ -232,6 +232,8 @@ void smc_conn_peer_lost(struct smc_conn *conn)
 	socklen_t len = sizeof(err);
 
 	smc_conn_cdc_fetch(conn);
+	if (conn->st->peer_state & SMC_CDC_PEER_LEAVING)
+		return;         /* the stream is the kernel's to end (smc_leave.h) */
 	/* a peer whose CDCs keep coming, none saying it closed, gets a bounded number of rounds */
 	for (unsigned int round = 0; round < AWAIT_PEER_ROUNDS && !conn->st->err &&
 	     !(conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED) && conn->ops->await_peer &&

@@ -16,6 +16,7 @@
 #include "real.h"
 #include "smc_iov.h"
 #include "smc_conn.h"
+#include "smc_leave.h"
 #include "smc_rx.h"
 #include "smc_rx_peek.h"
 
@@ -226,7 +227,10 @@ ssize_t smc_rx_recv(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 		struct smc_cursor before = pos.at;
 		size_t n;
 
-		rc = smc_conn_cdc_fetch(conn);
+		rc = smc_leave_fetch(conn);
+		if (!rc && smc_leave_rx_gone(conn, smc_ring_readable(conn->rmb_size, pos.at,
+								     conn->st->rx_prod)))
+			rc = -EXDEV;    /* the rest is the kernel's socket's */
 		if (rc)
 			break;
 		n = rx_take(conn, &pos, &it, len - copied, flags, copied > 0, &at_mark, &rc);
@@ -262,7 +266,7 @@ size_t smc_rx_readable_locked(struct smc_conn *conn)
 {
 	size_t n = 0;
 
-	if (smc_conn_cdc_fetch(conn) == 0) {
+	if (smc_leave_fetch(conn) == 0 && !(conn->st->local_state & SMC_CDC_PEER_LEAVING)) {
 		n = smc_ring_readable(conn->rmb_size, conn->st->rx_cons, conn->st->rx_prod);
 		/* the urgent byte is not in the stream */
 		if (conn->st->rx_urg_unpassed && !conn->st->oob_inline)

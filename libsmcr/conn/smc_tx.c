@@ -18,18 +18,21 @@
 #include "conn_table.h"
 #include "smc_iov.h"
 #include "smc_conn.h"
+#include "smc_leave.h"
 #include "smc_tx.h"
 
 #define CLOSE_STATE_FLAGS (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED | \
 			   SMC_CDC_PEER_CONN_ABORT)
 
-/* What a send fails with now, or 0. */
+/* What a send fails with now, or 0 (-EXDEV: the kernel's socket takes it). */
 static int tx_error(const struct smc_conn *conn)
 {
 	int err = smc_conn_error(conn);
 
 	if (err)
 		return -err;
+	if (smc_leave_tx_gone(conn))
+		return -EXDEV;
 	if ((conn->st->local_state & CLOSE_STATE_FLAGS) ||
 	    ((conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED) && conn->st->tx_after_close))
 		return -EPIPE;
@@ -101,7 +104,7 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 		uint32_t room, pending, n;
 		bool was_blocked = conn->st->write_blocked;
 
-		rc = smc_conn_cdc_fetch(conn);
+		rc = smc_leave_fetch(conn);
 		if (!rc)
 			rc = tx_error(conn);
 		if (!rc && tx_first_after_close(conn, total))
@@ -157,7 +160,7 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 bool smc_tx_writable_locked(struct smc_conn *conn)
 {
 	/* a send that would fail at once does not block either, nor the first after the close */
-	return smc_conn_cdc_fetch(conn) || tx_error(conn) || tx_room(conn) > 0 ||
+	return smc_leave_fetch(conn) || tx_error(conn) || tx_room(conn) > 0 ||
 	       (conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED);
 }
 

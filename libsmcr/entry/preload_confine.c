@@ -14,7 +14,8 @@
  * is confined to TCP for what it has not yet set up, while it still may do
  * everything: exchanges under way end now (in a Decline, CONFINED) and its
  * listeners are no longer marked for SMC (shim/handshake.h).  Connections
- * already on SMC carry on.
+ * already on SMC carry on, unless it forbids how they wait (poll, futex):
+ * then they go on over TCP from where they are (conn/smc_leave.h).
  *
  * An affinity to one CPU makes every spin of a wait a loss (spin.h): the
  * application's sched_setaffinity is told to it.
@@ -70,27 +71,38 @@ UNINSTRUMENTED int setrlimit64(__rlimit_resource_t resource, const struct rlimit
 	return rc;
 }
 
-/* The calls of libsmcr's fast path that a sandbox may forbid, with the arguments that matter. */
-static const struct {
+/* A call of libsmcr's that a sandbox may forbid, with the arguments that matter. */
+struct call {
 	long nr;
 	uint64_t args[6];
-} fast_path_calls[] = {
+};
+
+/* The calls a connection on SMC waits and wakes with (the wake-up channel falls back on write). */
+static const struct call data_path_calls[] = {
+	{ SYS_ppoll, { 0 } },
+	{ SYS_futex, { 0 } },
+};
+
+/* The calls that take a new connection onto SMC, besides. */
+static const struct call setup_calls[] = {
 	{ SYS_bpf, { BPF_MAP_LOOKUP_ELEM } },
 	{ SYS_recvfrom, { 0, 0, 0, MSG_DONTWAIT } },
 	{ SYS_sendto, { 0, 0, 0, MSG_DONTWAIT | MSG_NOSIGNAL } },
-	{ SYS_ppoll, { 0 } },
-	{ SYS_futex, { 0 } },
 	{ SYS_sendmsg, { 0, 0, MSG_NOSIGNAL } },
 	{ SYS_recvmsg, { 0, 0, MSG_CMSG_CLOEXEC | MSG_DONTWAIT } },
 	{ SYS_mmap, { 0, 0, PROT_READ | PROT_WRITE, MAP_SHARED } },
 	{ SYS_memfd_create, { 0, MFD_CLOEXEC | MFD_ALLOW_SEALING } },
 };
 
-/* Whether every call of the fast path is allowed, were prog installed too. */
-static bool fast_path_allowed(const struct sock_fprog *prog)
+#define ALL_ALLOWED(prog, calls) all_allowed(prog, calls, sizeof(calls) / sizeof(calls[0]))
+
+/* Whether prog (NULL: strict mode, no program) would allow all n calls. */
+static bool all_allowed(const struct sock_fprog *prog, const struct call *calls, size_t n)
 {
-	for (size_t i = 0; i < sizeof(fast_path_calls) / sizeof(fast_path_calls[0]); i++)
-		if (!smcr_filter_permits_with(prog, fast_path_calls[i].nr, fast_path_calls[i].args))
+	if (!prog || !prog->filter)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!smcr_filter_permits_with(prog, calls[i].nr, calls[i].args))
 			return false;
 	return true;
 }
@@ -99,14 +111,18 @@ void smcr_before_seccomp(unsigned long mode, const void *prog)
 {
 	/* SECCOMP_MODE_STRICT allows read, write and exit only: no program to ask */
 	const struct sock_fprog *filter = mode == SECCOMP_MODE_FILTER ? prog : NULL;
+	bool data_path;
 
 	if (mode != SECCOMP_MODE_FILTER && mode != SECCOMP_MODE_STRICT)
 		return;
-	if (!filter || !filter->filter || !fast_path_allowed(filter)) {
+	data_path = ALL_ALLOWED(filter, data_path_calls);
+	if (!data_path || !ALL_ALLOWED(filter, setup_calls)) {
 		smcr_log(SMCR_LOG_DEBUG, "a seccomp filter forbids calls of the fast path: TCP from now on");
 		smcr_sock_confine();
 		smcr_handshake_withdraw_listeners();
 	}
+	if (!data_path)         /* connections on SMC could no longer wait: they go on over TCP */
+		smcr_sock_leave_all(SMCR_REASON_CONFINED);
 	smcr_filter_installed(filter);
 }
 

@@ -796,9 +796,11 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 		 * blocks, a server once it declined
 		 */
 		if (m->regime == REG_SMC || m->regime == REG_RESET ||
-		    (m->regime == REG_WATCH && smcr_fd_sock(m->fd)))
+		    (m->regime == REG_WATCH && smcr_fd_sock(m->fd))) {
 			look_at(ep, m, out, &n, max);
-		else if (m->regime == REG_NESTED)
+			/* one that left SMC mid-stream (its peer's LEAVE) is the kernel's to watch */
+			*moved |= m->regime == REG_SMC && smcr_regime_of(m->fd) != REG_SMC;
+		} else if (m->regime == REG_NESTED)
 			look_at_nested(ep, m, out, &n, max);
 	}
 	if (ep->count)

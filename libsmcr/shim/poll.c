@@ -163,6 +163,8 @@ static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t 
 			nk++;
 			fds[i].revents = (short)(smcr_sock_poll(smcr_fd_sock(fd)) &
 						 ((unsigned short)fds[i].events | POLLERR | POLLHUP));
+			/* one that left SMC mid-stream (its peer's LEAVE) is the kernel's to watch */
+			*moved |= kinds[i] == W_SMC && watch_of(fd) != W_SMC;
 			break;
 		case W_NESTED:
 			nk++;

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "real.h"
 #include "smc_conn.h"
+#include "smc_leave.h"
 #include "smc_rx.h"
 #include "smc_sock_priv.h"
 #include "smc_tx.h"
@@ -85,6 +86,25 @@ static ssize_t result(ssize_t n)
 	return -1;
 }
 
+/*
+ * The connection left SMC mid-stream (conn/smc_leave.h: -EXDEV), all our
+ * RMB read: the kernel's socket carries this call and the next ones.
+ */
+static ssize_t kernel_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt, int flags)
+{
+	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+
+	smcr_sock_phase(sk);    /* the peer's leaving ends here, in its phase */
+	return REAL(recvmsg)(sk->conn.sock, &mh, flags);
+}
+
+static ssize_t kernel_send(struct smcr_sock *sk, const struct iovec *iov, int iovcnt, int flags)
+{
+	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+
+	return REAL(sendmsg)(sk->conn.sock, &mh, flags);
+}
+
 ssize_t smcr_sock_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt, int flags)
 {
 	const int known = MSG_PEEK | MSG_WAITALL | MSG_TRUNC | MSG_OOB | MSG_DONTWAIT;
@@ -96,7 +116,7 @@ ssize_t smcr_sock_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt
 	do
 		n = smc_rx_recv(&sk->conn, iov, iovcnt, flags & known, nonblock);
 	while (n == -EINTR && smcr_sys_restarts(sk->conn.st->rcv_timeout_ms));
-	return result(n);
+	return n == -EXDEV ? kernel_recv(sk, iov, iovcnt, flags) : result(n);
 }
 
 ssize_t smcr_sock_send(struct smcr_sock *sk, const struct iovec *iov, int iovcnt, int flags)
@@ -112,6 +132,8 @@ ssize_t smcr_sock_send(struct smcr_sock *sk, const struct iovec *iov, int iovcnt
 	do
 		n = smc_tx_send(&sk->conn, iov, iovcnt, smc_flags, nonblock);
 	while (n == -EINTR && smcr_sys_restarts(sk->conn.st->snd_timeout_ms));
+	if (n == -EXDEV)
+		return kernel_send(sk, iov, iovcnt, flags);
 	if (n == -EPIPE && !(flags & MSG_NOSIGNAL))
 		raise(SIGPIPE);
 	return result(n);
@@ -377,27 +399,64 @@ void smcr_sock_setsockopt(struct smcr_sock *sk, int level, int name, const void 
 
 /* ---- readiness ---- */
 
-/* What of POLLOUT the TCP socket fd reports now, asked of the kernel. */
-static unsigned int tcp_writable(int fd)
+/* What of events (and errors) the TCP socket fd reports now, asked of the kernel. */
+static unsigned int tcp_events(int fd, short events)
 {
-	struct pollfd p = { .fd = fd, .events = POLLOUT | POLLWRNORM };
+	struct pollfd p = { .fd = fd, .events = events };
 	int saved_errno = errno;
 	unsigned int mask = smcr_sys_poll(&p, 1, 0) == 1 ? (unsigned int)p.revents : 0;
 
 	errno = saved_errno;
-	return mask & (POLLOUT | POLLWRNORM | POLLERR | POLLHUP);
+	return mask & ((unsigned short)events | POLLERR | POLLHUP);
 }
+
+static unsigned int tcp_writable(int fd)
+{
+	return tcp_events(fd, POLLOUT | POLLWRNORM);
+}
+
+/* sk's readiness on SMC, under its lock. */
+static unsigned int smc_events(struct smcr_sock *sk)
+{
+	struct smc_conn *conn = &sk->conn;
+	unsigned int mask = 0;
+
+	if (smc_rx_readable_locked(conn) > 0)   /* fetches the peer's news first */
+		mask |= POLLIN | POLLRDNORM;
+	/* as TCP: reading ended, by our SHUT_RD or the peer's end of writing */
+	if (conn->st->rd_shut ||
+	    (conn->st->peer_state & (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED)))
+		mask |= POLLIN | POLLRDNORM | POLLRDHUP;
+	if (smc_leave_tx_gone(conn))    /* sends go to the kernel's socket (smc_leave.h) */
+		mask |= tcp_writable(conn->sock);
+	else if (smc_tx_writable_locked(conn))
+		mask |= POLLOUT | POLLWRNORM;
+	if (conn->st->rx_urg_state == SMC_URG_VALID)   /* as TCP: inline or not, until it is read */
+		mask |= POLLPRI;
+	if (conn->st->tx_after_close)   /* TCP's reset closed it */
+		mask |= POLLHUP | (epipe_untold(conn->st) ? POLLERR : 0);
+	if (conn->st->err)
+		mask |= POLLERR | POLLHUP | POLLIN | POLLOUT;
+	else if ((mask & POLLRDHUP) && (conn->st->local_state & SMC_CDC_PEER_DONE_WRITING))
+		mask |= POLLHUP;
+	return mask;
+}
+
+/* Everything poll() may ask of a TCP socket. */
+#define TCP_POLL_EVENTS (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLPRI | POLLRDHUP)
 
 unsigned int smcr_sock_poll(struct smcr_sock *sk)
 {
 	struct smc_conn *conn = &sk->conn;
-	unsigned int mask = 0;
+	unsigned int mask;
 
 	switch (smcr_sock_phase(sk)) {
 	case SMCR_SOCK_RESET:
 		return POLLIN | POLLOUT | POLLERR | POLLHUP;
 	case SMCR_SOCK_SMC:
 		break;
+	case SMCR_SOCK_TCP:     /* left SMC mid-stream (conn/smc_leave.h) */
+		return tcp_events(conn->sock, TCP_POLL_EVENTS);
 	default:
 		/* a server that declined for want of a Proposal writes on TCP */
 		if (smcr_sock_writes_tcp(sk))
@@ -411,23 +470,11 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 		return sk->sh->active && !sk->sh->setup_send_tried ? POLLOUT | POLLWRNORM : 0;
 	}
 	smc_conn_lock(conn);
-	if (smc_rx_readable_locked(conn) > 0)   /* fetches the peer's news first */
-		mask |= POLLIN | POLLRDNORM;
-	/* as TCP: reading ended, by our SHUT_RD or the peer's end of writing */
-	if (conn->st->rd_shut ||
-	    (conn->st->peer_state & (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED)))
-		mask |= POLLIN | POLLRDNORM | POLLRDHUP;
-	if (smc_tx_writable_locked(conn))
-		mask |= POLLOUT | POLLWRNORM;
-	if (conn->st->rx_urg_state == SMC_URG_VALID)   /* as TCP: inline or not, until it is read */
-		mask |= POLLPRI;
-	if (conn->st->tx_after_close)   /* TCP's reset closed it */
-		mask |= POLLHUP | (epipe_untold(conn->st) ? POLLERR : 0);
-	if (conn->st->err)
-		mask |= POLLERR | POLLHUP | POLLIN | POLLOUT;
-	else if ((mask & POLLRDHUP) && (conn->st->local_state & SMC_CDC_PEER_DONE_WRITING))
-		mask |= POLLHUP;
+	mask = smc_events(sk);
 	smc_conn_unlock(conn);
+	/* the peer left and our RMB is read: the kernel's word from here */
+	if (!(mask & POLLIN) && smcr_sock_phase(sk) == SMCR_SOCK_TCP)
+		return tcp_events(conn->sock, TCP_POLL_EVENTS);
 	return mask;
 }
 

@@ -27,6 +27,7 @@
 #include <sys/uio.h>
 
 #include "fdtable.h"
+#include "reason.h"
 #include "spin.h"
 
 enum smcr_sock_phase {
@@ -76,6 +77,14 @@ enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk);
  * the CLC wait for the peer's message.
  */
 void smcr_sock_confine(void);
+
+/*
+ * The process is about to lose calls that connections on SMC wait and
+ * wake with (reason: why): each of them goes on over TCP from where it is,
+ * its peer told on the TCP stream (conn/smc_leave.h), while every call is
+ * still allowed.
+ */
+void smcr_sock_leave_all(enum smcr_reason reason);
 
 /*
  * What an exec hands to the image it makes: the connections with a

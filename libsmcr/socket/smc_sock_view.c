@@ -64,6 +64,7 @@
 #include "real.h"
 #include "shm_broker_client.h"
 #include "smc_conn.h"
+#include "smc_leave.h"
 #include "smc_rx.h"
 #include "smc_shm.h"
 #include "smc_sock_priv.h"
@@ -528,13 +529,19 @@ static void release_view(struct smcr_sock *sk)
 	grant_staging(sk, 0);
 }
 
-/* Gives our buffer back: the connection stays on TCP, or is over. */
-static void withdraw(struct smcr_sock *sk, int fd)
+/* Gives our buffer back to smcrd's broker. */
+static void withdraw_offer(struct smcr_sock *sk, int fd)
 {
 	if (sk->sh->offered) {
 		smcr_shm_withdraw(sk->sh->token, fd);
 		sk->sh->offered = false;
 	}
+}
+
+/* ... and lets go of this process's view of it: the connection stays on TCP, or is over. */
+static void withdraw(struct smcr_sock *sk, int fd)
+{
+	withdraw_offer(sk, fd);
 	if (sk->conn.priv)
 		release_view(sk);
 }
@@ -1098,6 +1105,59 @@ void smcr_sock_fork_child(void)
 	pthread_mutex_unlock(&all_lock);
 }
 
+/* ---- leaving for TCP mid-stream (conn/smc_leave.h) ---- */
+
+/*
+ * Under the connection lock: the connection goes on over the kernel's
+ * socket from here, in every process holding it (the phase is shared).
+ * The buffers go back to smcrd; each view keeps its mappings until its
+ * process lets go of the socket, since a call of another thread may be
+ * under way in them.
+ */
+static void went_to_tcp(struct smcr_sock *sk, enum smcr_reason reason, uint32_t peer_reason)
+{
+	int fd = sk->conn.sock;
+
+	smcr_conn_table_smc_left(&sk->conn, reason, peer_reason);
+	smcr_log(SMCR_LOG_DEBUG, "fd %d: the connection goes on over TCP from here: %s "
+		 "(0x%08x, peer 0x%08x)", fd, smcr_reason_name(reason), smcr_reason_code(reason),
+		 peer_reason);
+	withdraw_offer(sk, fd);
+	atomic_store_explicit(&sk->sh->phase, SMCR_SOCK_TCP, memory_order_release);
+}
+
+/*
+ * Under the connection lock: this process can no longer keep the
+ * connection on SMC (reason), so it leaves, unless the peer has closed
+ * (what is left to read is in our RMB, and needs no call) or left first
+ * (the fetch answered it: ours is the RMB to read out).
+ */
+static void leave(struct smcr_sock *sk, int fd, enum smcr_reason reason)
+{
+	struct smc_conn *conn = &sk->conn;
+
+	if (phase_of(sk) != SMCR_SOCK_SMC || !view_complete(sk, fd) || smc_leave_fetch(conn) ||
+	    (conn->st->peer_state & (SMC_CDC_PEER_CONN_CLOSED | SMC_CDC_PEER_LEAVING)))
+		return;
+	if (smc_leave_send(conn, smcr_reason_code(reason)) == 0)
+		went_to_tcp(sk, reason, 0);
+}
+
+/* The peer left: once our RMB is read, the kernel's socket carries the rest. */
+static enum smcr_sock_phase peer_left(struct smcr_sock *sk)
+{
+	struct smc_conn *conn = &sk->conn;
+	enum smcr_sock_phase phase;
+
+	smc_conn_lock(conn);
+	if (phase_of(sk) == SMCR_SOCK_SMC && smc_leave_fetch(conn) == 0 && conn->st->leave_taken &&
+	    smc_ring_readable(conn->rmb_size, conn->st->rx_cons, conn->st->rx_prod) == 0)
+		went_to_tcp(sk, SMCR_REASON_PEERLEFT, conn->st->leave_reason);
+	phase = phase_of(sk);
+	smc_conn_unlock(conn);
+	return phase;
+}
+
 enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk)
 {
 	enum smcr_sock_phase phase = phase_of(sk);
@@ -1108,6 +1168,10 @@ enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk)
 			phase = SMCR_SOCK_RESET;
 		smc_conn_unlock(&sk->conn);
 	}
+	/* a hint read without the lock: peer_left() looks again under it */
+	if (__builtin_expect(phase == SMCR_SOCK_SMC &&
+			     (sk->conn.st->peer_state & SMC_CDC_PEER_LEAVING), 0))
+		phase = peer_left(sk);
 	return phase;
 }
 
@@ -1435,6 +1499,24 @@ void smcr_sock_confine(void)
 
 		if (phase_of(sk) <= SMCR_SOCK_SETUP && fd >= 0)
 			settle(sk, fd, true, SMC_CLC_WAIT_MS, false);
+	}
+	pthread_mutex_unlock(&all_lock);
+	errno = saved_errno;
+}
+
+void smcr_sock_leave_all(enum smcr_reason reason)
+{
+	int saved_errno = errno;
+
+	pthread_mutex_lock(&all_lock);
+	for (struct smcr_sock *sk = all; sk; sk = sk->next) {
+		int fd = sk->conn.sock >= 0 ? sk->conn.sock : fd_naming(sk);
+
+		if (phase_of(sk) != SMCR_SOCK_SMC || fd < 0)
+			continue;
+		smc_conn_lock(&sk->conn);
+		leave(sk, fd, reason);
+		smc_conn_unlock(&sk->conn);
 	}
 	pthread_mutex_unlock(&all_lock);
 	errno = saved_errno;

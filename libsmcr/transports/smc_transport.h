@@ -168,6 +168,14 @@ struct smc_transport_ops {
 	 */
 	int (*write)(struct smc_conn *conn, uint32_t off, const void *src, uint32_t len);
 
+	/*
+	 * Copies into dst the len bytes we wrote at offset off of the peer's
+	 * RMB (off + len <= conn->peer_rmb_size, checked: -EINVAL), from
+	 * where this process can still read them: the peer left for TCP and
+	 * gets again what it had not read (conn/smc_leave.h).
+	 */
+	int (*read_back)(struct smc_conn *conn, uint32_t off, void *dst, uint32_t len);
+
 	/* Delivers a CDC (smc_cdc_encode) to the peer, after the data it announces. */
 	int (*send_cdc)(struct smc_conn *conn, const uint8_t msg[SMC_CDC_MSG_LEN]);
 
@@ -321,9 +329,11 @@ struct smc_conn_state {
 	uint64_t peek_owner;		/* the process's copy that holds the bytes from rx_cons
 					   a peek returned (conn/smc_rx_peek.h); 0: none */
 
-	/* Close: SMC_CDC_PEER_DONE_WRITING, _CONN_CLOSED, _CONN_ABORT. */
+	/* Close: SMC_CDC_PEER_DONE_WRITING, _CONN_CLOSED, _CONN_ABORT; and _LEAVING. */
 	uint8_t local_state;		/* what we told the peer; set bits stay set */
 	uint8_t peer_state;		/* what the peer told us */
+	smc_flag leave_taken;		/* the peer's LEAVE was read and answered (conn/smc_leave.h) */
+	uint32_t leave_reason;		/* the reason code it gave */
 	int err;			/* 0, or the errno every call fails with from now on */
 };
 
@@ -358,6 +368,12 @@ static inline void smc_conn_init(struct smc_conn *conn, const struct smc_transpo
 		return;
 	memset(st, 0, sizeof(*st));
 	smcr_shared_lock_init(&st->lock);
+}
+
+/* [off, off + len) lies in the peer's RMB as this process set it up (write, read_back). */
+static inline bool smc_conn_peer_range(const struct smc_conn *conn, uint32_t off, uint32_t len)
+{
+	return off <= conn->peer_rmb_size && len <= conn->peer_rmb_size - off;
 }
 
 /* Ends this process's view (the state stays for other processes). */

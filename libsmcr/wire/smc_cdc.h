@@ -36,8 +36,15 @@
 #define SMC_CDC_PEER_DONE_WRITING	0x80	/* shutdown(SHUT_WR) */
 #define SMC_CDC_PEER_CONN_CLOSED	0x40
 #define SMC_CDC_PEER_CONN_ABORT		0x20
+/*
+ * Ours, in a bit RFC 7609 reserves, sent only between ends that are both
+ * libsmcr: the sender left for TCP, and LEAVE waits on the TCP stream
+ * (smc_leave_msg.h).
+ */
+#define SMC_CDC_PEER_LEAVING		0x10
 #define SMC_CDC_CONN_STATE_FLAGS						\
-	(SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED | SMC_CDC_PEER_CONN_ABORT)
+	(SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED | SMC_CDC_PEER_CONN_ABORT | \
+	 SMC_CDC_PEER_LEAVING)
 
 /*
  * A CDC message in host order.  type and length are constants of the wire

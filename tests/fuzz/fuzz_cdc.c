@@ -1,9 +1,11 @@
 /*
- * fuzz_cdc.c - libFuzzer target for the CDC codec (libsmcr/wire/smc_cdc.c) and
- * the cursor arithmetic (smc_cursor.h).
+ * fuzz_cdc.c - libFuzzer target for the CDC codec (libsmcr/wire/smc_cdc.c),
+ * the LEAVE codec (smc_leave_msg.c) and the cursor arithmetic
+ * (smc_cursor.h).
  *
- * Every input is offered to smc_cdc_decode(); a message it accepts must
- * encode back to the same bytes with the reserved ones cleared.  The first
+ * Every input is offered to smc_cdc_decode() and smc_leave_decode(); a
+ * message either accepts must encode back to the same bytes with the
+ * reserved ones cleared.  The first
  * 25 bytes also give two cursors, a ring size, byte counts and flags, on
  * which the cursor functions must agree with each other and the
  * flow-control rules must keep their promises.
@@ -12,6 +14,7 @@
 #include <string.h>
 
 #include "smc_cdc.h"
+#include "smc_leave_msg.h"
 
 #define CHECK(cond)				\
 	do {					\
@@ -41,6 +44,21 @@ static void check_codec(const uint8_t *data, size_t size)
 	CHECK(!smc_cdc_seq_newer(cdc.seqno, cdc.seqno));
 	CHECK(!(smc_cdc_seq_newer(cdc.seqno, (uint16_t)cdc.token) &&
 		smc_cdc_seq_newer((uint16_t)cdc.token, cdc.seqno)));
+}
+
+static void check_leave(const uint8_t *data, size_t size)
+{
+	struct smc_leave leave;
+	uint8_t wire[SMC_LEAVE_MSG_LEN], expect[SMC_LEAVE_MSG_LEN];
+
+	if (smc_leave_decode(data, size, &leave) != 0)
+		return;
+	smc_leave_encode(&leave, wire);
+	memcpy(expect, data, SMC_LEAVE_MSG_LEN);
+	memset(expect + 6, 0, 2);	/* reserved */
+	memset(expect + 12, 0, 2);	/* consumer cursor's reserved half */
+	memset(expect + 20, 0, 2);	/* producer cursor's */
+	CHECK(memcmp(wire, expect, SMC_LEAVE_MSG_LEN) == 0);
 }
 
 static struct smc_cursor cursor_in_ring(const uint8_t *p, uint32_t size)
@@ -141,6 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	check_codec(data, size);
+	check_leave(data, size);
 	if (size >= 25)
 		check_cursor_math(data);
 	return 0;

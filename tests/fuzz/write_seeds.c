@@ -27,6 +27,7 @@
 #include "fuzz_shm_peer_input.h"
 #include "golden_cdc.h"
 #include "golden_clc.h"
+#include "golden_leave.h"
 
 struct seed {
 	uint8_t bytes[1024];
@@ -215,6 +216,7 @@ static void cdc_seeds(const char *dir)
 	struct seed s = { .len = 0 };
 
 	write_seed(dir, "fuzz_cdc", "sample", sample_wire, sizeof(sample_wire));
+	write_seed(dir, "fuzz_cdc", "leave", leave_sample_wire, sizeof(leave_sample_wire));
 	put(&s, &h, sizeof(h));
 	seq_op(&s, FUZZ_OP_RAW_CDC);
 	put(&s, sample_wire, sizeof(sample_wire));

@@ -52,6 +52,7 @@ static void encode_each_flag_at_its_bit(void **state)
 		{ SMC_CDC_PEER_DONE_WRITING, 0x80, 25 },
 		{ SMC_CDC_PEER_CONN_CLOSED, 0x40, 25 },
 		{ SMC_CDC_PEER_CONN_ABORT, 0x20, 25 },
+		{ SMC_CDC_PEER_LEAVING, 0x10, 25 },
 	};
 	uint8_t out[SMC_CDC_MSG_LEN];
 
@@ -80,7 +81,7 @@ static void encode_zeroes_reserved(void **state)
 	memset(out, 0xff, sizeof(out));
 	smc_cdc_encode(&cdc, out);
 	assert_int_equal(out[24], 0xf8);
-	assert_int_equal(out[25], 0xe0);
+	assert_int_equal(out[25], 0xf0);
 	for (unsigned int i = 26; i < SMC_CDC_MSG_LEN; i++)
 		assert_int_equal(out[i], 0);
 }
@@ -119,7 +120,7 @@ static void decode_ignores_reserved(void **state)
 	memcpy(wire, sample_wire, sizeof(wire));
 	wire[8] = wire[9] = wire[16] = wire[17] = 0xee;	/* cursors' reserved halves */
 	wire[24] |= 0x07;
-	wire[25] |= 0x1f;
+	wire[25] |= 0x0f;
 	memset(wire + 26, 0xee, SMC_CDC_MSG_LEN - 26);
 	assert_int_equal(smc_cdc_decode(wire, sizeof(wire), &cdc), 0);
 	assert_cdc_equal(&cdc, &sample);

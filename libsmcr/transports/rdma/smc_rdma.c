@@ -350,7 +350,7 @@ static int rdma_write(struct smc_conn *conn, uint32_t off, const void *src, uint
 	uint8_t *staged;
 	int err;
 
-	if (off > conn->peer_rmb_size || len > conn->peer_rmb_size - off)
+	if (!smc_conn_peer_range(conn, off, len))
 		return -EINVAL;
 	if (atomic_load(&rc->down))
 		return -ECONNRESET;
@@ -364,6 +364,17 @@ static int rdma_write(struct smc_conn *conn, uint32_t off, const void *src, uint
 		.src = staged, .len = len, .lkey = rc->staging->lkey,
 		.remote_addr = rc->peer_addr + off, .rkey = rc->peer_rkey,
 	};
+	return 0;
+}
+
+/* The staging buffer mirrors the peer's RMB: a byte there is overwritten only once read. */
+static int rdma_read_back(struct smc_conn *conn, uint32_t off, void *dst, uint32_t len)
+{
+	struct rdma_conn *rc = priv(conn);
+
+	if (!smc_conn_peer_range(conn, off, len))
+		return -EINVAL;
+	memcpy(dst, rc->staging->mem + off, len);
 	return 0;
 }
 
@@ -702,6 +713,7 @@ const struct smc_transport_ops smc_rdma_ops = {
 	.map_rmb = rdma_map_rmb,
 	.attach_peer = rdma_attach_peer,
 	.write = rdma_write,
+	.read_back = rdma_read_back,
 	.send_cdc = rdma_send_cdc,
 	.recv_cdc = rdma_recv_cdc,
 	.events = rdma_events,

@@ -296,9 +296,20 @@ static int shm_write(struct smc_conn *conn, uint32_t off, const void *src, uint3
 {
 	struct shm *shm = conn->priv;
 
-	if (off > conn->peer_rmb_size || len > conn->peer_rmb_size - off)
+	if (!smc_conn_peer_range(conn, off, len))
 		return -EINVAL;
 	memcpy(shm->peer_rmb + off, src, len);
+	return 0;
+}
+
+/* What we wrote is still in the peer's RMB: it has not read it. */
+static int shm_read_back(struct smc_conn *conn, uint32_t off, void *dst, uint32_t len)
+{
+	struct shm *shm = conn->priv;
+
+	if (!smc_conn_peer_range(conn, off, len))
+		return -EINVAL;
+	memcpy(dst, shm->peer_rmb + off, len);
 	return 0;
 }
 
@@ -514,6 +525,7 @@ const struct smc_transport_ops smc_shm_ops = {
 	.map_rmb = shm_map_rmb,
 	.attach_peer = shm_attach_peer,
 	.write = shm_write,
+	.read_back = shm_read_back,
 	.send_cdc = shm_send_cdc,
 	.recv_cdc = shm_recv_cdc,
 	.events = shm_events,

@@ -1,0 +1,206 @@
+/*
+ * smc_leave.c - leaving for TCP mid-stream, and answering a peer that left
+ * (smc_leave.h).
+ *
+ * Why no byte is lost or doubled.  Each direction's stream is cut at one
+ * cursor, and each side reads every byte once, in order:
+ *  - The leaver's cut of what it reads is its consumer cursor, which LEAVE
+ *    and its flagged CDC state, taken under the lock in the same hold in
+ *    which its reads stop (a reader of another thread or process finds the
+ *    flag before it takes another byte).  The peer writes on the stream
+ *    every byte it had sent from there on, from where it keeps them (the
+ *    leaver's RMB as it maps it, or its staging buffer), before any byte
+ *    it sends after: they all come after LEAVE's answer point, which the
+ *    peer reaches under its lock, where its own sends stop too.
+ *  - The peer's cut of what it reads is the leaver's producer cursor:
+ *    every byte the leaver wrote into the peer's RMB is announced by the
+ *    flagged CDC, and the peer reads them there; the leaver's next bytes
+ *    follow LEAVE on the stream, and the peer reads the stream only once
+ *    its RMB is empty up to that cursor.
+ * A LEAVE whose cursors are not those of the flagged CDC fails the
+ * connection (as a reset), since one of the cuts would be wrong.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "log.h"
+#include "real.h"
+#include "smc_conn.h"
+#include "smc_leave.h"
+#include "smc_leave_msg.h"
+#include "sys.h"
+
+/* How long the stream may keep a leave or its answer: as a CLC exchange's wait. */
+#define LEAVE_WAIT_MS SMC_CLC_WAIT_MS
+
+/* Bytes of the peer's RMB read back per write on the stream. */
+#define RESEND_CHUNK 16384
+
+/* Waits until fd reports events or deadline passes: 0, or a negative errno. */
+static int tcp_wait(int fd, short events, uint64_t deadline)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	uint64_t now = smc_clock_ns();
+
+	if (now >= deadline)
+		return -ETIMEDOUT;
+	if (smcr_sys_poll(&p, 1, (int)((deadline - now + 999999) / 1000000)) < 0 && errno != EINTR)
+		return -errno;
+	return 0;
+}
+
+/* All len bytes of buf on the stream fd by deadline: 0, or a negative errno. */
+static int tcp_write_all(int fd, const uint8_t *buf, size_t len, uint64_t deadline)
+{
+	while (len > 0) {
+		ssize_t n = REAL(send)(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		int rc;
+
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+		rc = tcp_wait(fd, POLLOUT, deadline);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Exactly len bytes from the stream fd by deadline: 0, or a negative errno. */
+static int tcp_read_exact(int fd, uint8_t *buf, size_t len, uint64_t deadline)
+{
+	while (len > 0) {
+		ssize_t n = REAL(recv)(fd, buf, len, MSG_DONTWAIT);
+		int rc;
+
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -ECONNRESET;     /* the stream ended inside LEAVE */
+		if (errno != EAGAIN && errno != EINTR)
+			return -errno;
+		rc = tcp_wait(fd, POLLIN, deadline);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int smc_leave_send(struct smc_conn *conn, uint32_t reason)
+{
+	struct smc_leave leave = { .reason = reason, .cons = conn->st->rx_cons,
+				   .prod = conn->st->tx_prep };
+	uint8_t msg[SMC_LEAVE_MSG_LEN];
+	int rc = -smc_conn_error(conn);
+
+	if (rc || (conn->st->local_state & SMC_CDC_PEER_LEAVING))
+		return rc;
+	smc_leave_encode(&leave, msg);
+	rc = tcp_write_all(conn->sock, msg, sizeof(msg), smc_conn_deadline(LEAVE_WAIT_MS));
+	/* writing ended on SMC: the peer reads the stream's end after LEAVE */
+	if (!rc && (conn->st->local_state & SMC_CDC_PEER_DONE_WRITING) &&
+	    REAL(shutdown)(conn->sock, SHUT_WR))
+		rc = -errno;
+	if (rc) {
+		smc_conn_abort_locked(conn);
+		return rc;
+	}
+	conn->st->local_state |= SMC_CDC_PEER_LEAVING;
+	rc = smc_conn_cdc_send(conn);   /* announces tx_prep, LEAVE's producer cursor */
+	conn->ops->wake(conn);          /* our own waiters go to the kernel's socket */
+	return rc;
+}
+
+/* LEAVE's cursors are those of the flagged CDC, which the fetch applied. */
+static bool leave_matches(const struct smc_conn *conn, const struct smc_leave *leave)
+{
+	return smc_cursor_equal(leave->prod, conn->st->rx_prod) &&
+	       smc_cursor_equal(leave->cons, conn->st->tx_fin);
+}
+
+/* Writes on the stream what we sent from the leaver's consumer cursor on. */
+static int resend(struct smc_conn *conn, struct smc_cursor from, uint64_t deadline)
+{
+	uint32_t n = smc_cursor_diff(conn->peer_rmb_size, from, conn->st->tx_prep);
+	struct smc_ring_chunk chunk[2];
+	unsigned int chunks = smc_ring_split(conn->peer_rmb_size, from.count, n, chunk);
+	uint8_t buf[RESEND_CHUNK];
+
+	for (unsigned int i = 0; i < chunks; i++) {
+		for (uint32_t done = 0; done < chunk[i].len;) {
+			uint32_t len = chunk[i].len - done < RESEND_CHUNK ? chunk[i].len - done
+									   : RESEND_CHUNK;
+			int rc = conn->ops->read_back(conn, chunk[i].off + done, buf, len);
+
+			if (!rc)
+				rc = tcp_write_all(conn->sock, buf, len, deadline);
+			if (rc)
+				return rc;
+			done += len;
+		}
+	}
+	return 0;
+}
+
+/* Reads LEAVE from the stream and writes what it asks for. */
+static int answer(struct smc_conn *conn)
+{
+	uint64_t deadline = smc_conn_deadline(LEAVE_WAIT_MS);
+	uint8_t msg[SMC_LEAVE_MSG_LEN];
+	struct smc_leave leave;
+	int rc = tcp_read_exact(conn->sock, msg, sizeof(msg), deadline);
+
+	if (!rc)
+		rc = smc_leave_decode(msg, sizeof(msg), &leave);
+	if (!rc)
+		conn->st->leave_reason = leave.reason;
+	if (!rc && !leave_matches(conn, &leave))
+		rc = -EPROTO;
+	if (!rc)
+		rc = resend(conn, leave.cons, deadline);
+	if (!rc && (conn->st->local_state & SMC_CDC_PEER_DONE_WRITING) &&
+	    REAL(shutdown)(conn->sock, SHUT_WR))
+		rc = -errno;
+	if (!rc)
+		smcr_log(SMCR_LOG_DEBUG, "fd %d: the peer left for TCP (reason 0x%08x): %u bytes "
+			 "of ours it had not read sent again on the stream, %u of its still to read "
+			 "here", conn->sock, leave.reason,
+			 smc_cursor_diff(conn->peer_rmb_size, leave.cons, conn->st->tx_prep),
+			 smc_ring_readable(conn->rmb_size, conn->st->rx_cons, conn->st->rx_prod));
+	return rc;
+}
+
+int smc_leave_answer(struct smc_conn *conn)
+{
+	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+	int rc;
+
+	if (!(conn->st->peer_state & SMC_CDC_PEER_LEAVING) || conn->st->leave_taken)
+		return 0;
+	conn->st->leave_taken = true;   /* once: a failure fails the connection */
+	rc = answer(conn);
+	if (!rc)
+		return 0;
+	smcr_log(SMCR_LOG_WARN, "fd %d: cannot carry the connection on TCP after the peer left: "
+		 "%s: connection reset", conn->sock, strerror(-rc));
+	conn->st->err = ECONNRESET;
+	REAL(connect)(conn->sock, &unspec, sizeof(unspec));     /* the leaver reads the stream */
+	conn->ops->wake(conn);
+	return -ECONNRESET;
+}
+
+int smc_leave_fetch(struct smc_conn *conn)
+{
+	int rc = smc_conn_cdc_fetch(conn);
+
+	return rc ? rc : smc_leave_answer(conn);
+}

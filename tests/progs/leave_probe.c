@@ -1,0 +1,161 @@
+/*
+ * leave_probe.c - a client that confines itself in the middle of a
+ * connection, as a privilege-separated server's pre-login child does
+ * (vsftpd's seccomp sandbox): a seccomp filter that allows reading and
+ * writing but kills the process on any wait call (futex, poll, select,
+ * epoll) or socket call.
+ *
+ *   leave_probe HOST PORT BYTES
+ *
+ * Against an echo server: writes BYTES of a known pattern, reads half of
+ * their echo back, installs the filter, then writes BYTES more and reads
+ * the rest of the echo, with read() and write() alone, and checks every
+ * byte.  So at the moment the filter comes, the echo server holds bytes
+ * not yet read, and this process's buffer holds echoed bytes not yet read.
+ * Prints "confined" once the filter is in, then "echo exact: N bytes" and
+ * exits 0, or says what differed.
+ */
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <netdb.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define CHUNK 16384
+
+/* Byte i of the stream: a pattern no shift or repeat of it matches. */
+static uint8_t pattern(uint64_t i)
+{
+	uint64_t x = i * 0x9e3779b97f4a7c15ull;
+
+	return (uint8_t)(x >> 56 ^ x >> 23 ^ i);
+}
+
+#define ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
+		  BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
+/* Allows what reading, writing, memory and exiting need; kills on anything else. */
+static int confine(void)
+{
+	struct sock_filter filter[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		ALLOW(SYS_read), ALLOW(SYS_write), ALLOW(SYS_close), ALLOW(SYS_shutdown),
+		ALLOW(SYS_exit), ALLOW(SYS_exit_group), ALLOW(SYS_brk), ALLOW(SYS_mmap),
+		ALLOW(SYS_munmap), ALLOW(SYS_mprotect), ALLOW(SYS_madvise), ALLOW(SYS_rt_sigreturn),
+		ALLOW(SYS_rt_sigprocmask), ALLOW(SYS_fstat), ALLOW(SYS_newfstatat), ALLOW(SYS_getpid),
+		ALLOW(SYS_gettid), ALLOW(SYS_clock_gettime), ALLOW(SYS_nanosleep),
+		ALLOW(SYS_prctl),       /* the sanitizers' runtime asks after the filter */
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+	};
+	const struct sock_fprog prog = { .len = sizeof(filter) / sizeof(filter[0]), .filter = filter };
+
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+static int dial(const char *host, const char *port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	int fd = -1;
+
+	if (getaddrinfo(host, port, &hints, &ai) != 0)
+		return -1;
+	fd = socket(ai->ai_family, SOCK_STREAM, 0);
+	if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+/* Writes stream bytes [*sent, *sent + n); false on an error. */
+static int put(int fd, uint64_t *sent, uint64_t n)
+{
+	uint8_t buf[CHUNK];
+
+	while (n > 0) {
+		size_t len = n < CHUNK ? (size_t)n : CHUNK;
+		ssize_t w;
+
+		for (size_t i = 0; i < len; i++)
+			buf[i] = pattern(*sent + i);
+		w = write(fd, buf, len);
+		if (w <= 0)
+			return 0;
+		*sent += (uint64_t)w;
+		n -= (uint64_t)w;
+	}
+	return 1;
+}
+
+/* Reads n echoed bytes from *got on and checks them; false, said, on a difference. */
+static int take(int fd, uint64_t *got, uint64_t n)
+{
+	uint8_t buf[CHUNK];
+
+	while (n > 0) {
+		ssize_t r = read(fd, buf, n < CHUNK ? (size_t)n : CHUNK);
+
+		if (r <= 0) {
+			printf("echo ended at byte %llu (%s)\n", (unsigned long long)*got,
+			       r ? "error" : "end of file");
+			return 0;
+		}
+		for (ssize_t i = 0; i < r; i++)
+			if (buf[i] != pattern(*got + (uint64_t)i)) {
+				printf("echo differs at byte %llu\n", (unsigned long long)(*got + (uint64_t)i));
+				return 0;
+			}
+		*got += (uint64_t)r;
+		n -= (uint64_t)r;
+	}
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t bytes, sent = 0, got = 0;
+	int fd;
+
+	if (argc != 4 || (bytes = strtoull(argv[3], NULL, 10)) < 2 * CHUNK) {
+		fprintf(stderr, "usage: leave_probe HOST PORT BYTES (at least %d)\n", 2 * CHUNK);
+		return 2;
+	}
+	fd = dial(argv[1], argv[2]);
+	if (fd < 0) {
+		perror("leave_probe: connect");
+		return 1;
+	}
+	if (!put(fd, &sent, bytes) || !take(fd, &got, bytes / 2))
+		return 1;
+	if (confine()) {
+		perror("leave_probe: the filter");
+		return 1;
+	}
+	printf("confined\n");
+	fflush(stdout);
+	/* the echo stays 1.5 * BYTES behind at most: each read finds its bytes */
+	while (sent < 2 * bytes)
+		if (!put(fd, &sent, CHUNK) || !take(fd, &got, CHUNK))
+			return 1;
+	if (!take(fd, &got, sent - got) || shutdown(fd, SHUT_WR) != 0)
+		return 1;
+	uint8_t extra;
+	if (read(fd, &extra, 1) != 0) {
+		printf("more than was sent came back\n");
+		return 1;
+	}
+	printf("echo exact: %llu bytes\n", (unsigned long long)got);
+	return 0;
+}
