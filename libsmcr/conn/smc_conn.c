@@ -226,14 +226,33 @@ int smc_conn_cdc_wait(struct smc_conn *conn, uint32_t since, uint64_t deadline)
 	return rc == -ETIMEDOUT ? 0 : rc;
 }
 
+/*
+ * Whether the peer wrote on the TCP stream, which on SMC only LEAVE does
+ * (smc_leave.h): it left, whether or not its CDC could say so.
+ */
+static bool tcp_has_data(const struct smc_conn *conn)
+{
+	char byte;
+	int saved_errno = errno;
+	bool data = conn->sock >= 0 && REAL(recv)(conn->sock, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+
+	errno = saved_errno;
+	return data;
+}
+
 void smc_conn_peer_lost(struct smc_conn *conn)
 {
 	int err = 0;
 	socklen_t len = sizeof(err);
 
 	smc_conn_cdc_fetch(conn);
-	if (conn->st->peer_state & SMC_CDC_PEER_LEAVING)
+	if ((conn->st->local_state | conn->st->peer_state) & SMC_CDC_PEER_LEAVING)
 		return;         /* the stream is the kernel's to end (smc_leave.h) */
+	if (tcp_has_data(conn)) {
+		conn->st->peer_state |= SMC_CDC_PEER_LEAVING;   /* answered at the next fetch */
+		conn->ops->wake(conn);
+		return;
+	}
 	/* a peer whose CDCs keep coming, none saying it closed, gets a bounded number of rounds */
 	for (unsigned int round = 0; round < AWAIT_PEER_ROUNDS && !conn->st->err &&
 	     !(conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED) && conn->ops->await_peer &&

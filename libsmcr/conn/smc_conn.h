@@ -64,10 +64,12 @@ uint64_t smc_conn_deadline(int timeout_ms);
 int smc_conn_cdc_wait(struct smc_conn *conn, uint32_t since, uint64_t deadline);
 
 /*
- * Under the connection lock: the TCP connection under conn ended (the transport's
- * wait said -ENOTCONN, or poll saw it).  Unless the peer's CDCs said it
- * closed, the peer is gone: a reset fails the connection (ECONNRESET), a
- * plain end of stream reads as the peer's close.
+ * Under the connection lock: the TCP connection under conn has news (the
+ * transport's wait said -ENOTCONN, or poll saw it).  Bytes on it mean the
+ * peer left for TCP (smc_leave.h: the peer's state says so from here).
+ * Else it ended: unless the peer's CDCs said it closed, the peer is gone:
+ * a reset fails the connection (ECONNRESET), a plain end of stream reads
+ * as the peer's close.
  */
 void smc_conn_peer_lost(struct smc_conn *conn);
 

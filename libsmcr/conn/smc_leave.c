@@ -35,6 +35,9 @@
 /* How long the stream may keep a leave or its answer: as a CLC exchange's wait. */
 #define LEAVE_WAIT_MS SMC_CLC_WAIT_MS
 
+/* Rounds of waiting for the CDCs that announce a LEAVE's producer cursor. */
+#define LAGGING_CDC_ROUNDS 16
+
 /* Bytes of the peer's RMB read back per write on the stream. */
 #define RESEND_CHUNK 16384
 
@@ -95,7 +98,7 @@ static int tcp_read_exact(int fd, uint8_t *buf, size_t len, uint64_t deadline)
 	return 0;
 }
 
-int smc_leave_send(struct smc_conn *conn, uint32_t reason)
+int smc_leave_send(struct smc_conn *conn, uint32_t reason, bool whole)
 {
 	struct smc_leave leave = { .reason = reason, .cons = conn->st->rx_cons,
 				   .prod = conn->st->tx_prep };
@@ -104,6 +107,9 @@ int smc_leave_send(struct smc_conn *conn, uint32_t reason)
 
 	if (rc || (conn->st->local_state & SMC_CDC_PEER_LEAVING))
 		return rc;
+	/* without the transport, bytes written but not announced are out of reach */
+	if (!whole && !smc_cursor_equal(conn->st->tx_sent, conn->st->tx_prep))
+		return -ENOTRECOVERABLE;
 	smc_leave_encode(&leave, msg);
 	rc = tcp_write_all(conn->sock, msg, sizeof(msg), smc_conn_deadline(LEAVE_WAIT_MS));
 	/* writing ended on SMC: the peer reads the stream's end after LEAVE */
@@ -111,20 +117,42 @@ int smc_leave_send(struct smc_conn *conn, uint32_t reason)
 	    REAL(shutdown)(conn->sock, SHUT_WR))
 		rc = -errno;
 	if (rc) {
-		smc_conn_abort_locked(conn);
+		if (whole)
+			smc_conn_abort_locked(conn);
 		return rc;
 	}
 	conn->st->local_state |= SMC_CDC_PEER_LEAVING;
+	if (!whole)                     /* the peer finds LEAVE on the stream alone */
+		return 0;
 	rc = smc_conn_cdc_send(conn);   /* announces tx_prep, LEAVE's producer cursor */
 	conn->ops->wake(conn);          /* our own waiters go to the kernel's socket */
 	return rc;
 }
 
-/* LEAVE's cursors are those of the flagged CDC, which the fetch applied. */
-static bool leave_matches(const struct smc_conn *conn, const struct smc_leave *leave)
+/*
+ * LEAVE's cursors against ours: its consumer cursor between what it last
+ * announced and what we wrote; its producer cursor what our RMB holds,
+ * once the CDCs that announce it came (a holder's last ones may lag
+ * behind the stream: await_peer).  0 or -EPROTO.
+ */
+static int leave_matches(struct smc_conn *conn, const struct smc_leave *leave)
 {
-	return smc_cursor_equal(leave->prod, conn->st->rx_prod) &&
-	       smc_cursor_equal(leave->cons, conn->st->tx_fin);
+	struct smc_cursor prod_limit = smc_cursor_add(conn->st->rx_confirmed, conn->rmb_size,
+						      conn->rmb_size);
+
+	if (smc_cursor_check_update(conn->st->tx_fin, leave->cons, conn->st->tx_prep) ==
+	    SMC_CURSOR_BAD)
+		return -EPROTO;
+	for (unsigned int round = 0; round < LAGGING_CDC_ROUNDS; round++) {
+		if (smc_conn_cdc_fetch(conn))
+			return -EPROTO;
+		if (smc_cursor_equal(leave->prod, conn->st->rx_prod))
+			return 0;
+		if (smc_cursor_check_update(conn->st->rx_prod, leave->prod, prod_limit) ==
+		    SMC_CURSOR_BAD || !conn->ops->await_peer || !conn->ops->await_peer(conn))
+			break;
+	}
+	return -EPROTO;
 }
 
 /* Writes on the stream what we sent from the leaver's consumer cursor on. */
@@ -163,8 +191,8 @@ static int answer(struct smc_conn *conn)
 		rc = smc_leave_decode(msg, sizeof(msg), &leave);
 	if (!rc)
 		conn->st->leave_reason = leave.reason;
-	if (!rc && !leave_matches(conn, &leave))
-		rc = -EPROTO;
+	if (!rc)
+		rc = leave_matches(conn, &leave);
 	if (!rc)
 		rc = resend(conn, leave.cons, deadline);
 	if (!rc && (conn->st->local_state & SMC_CDC_PEER_DONE_WRITING) &&
@@ -184,7 +212,9 @@ int smc_leave_answer(struct smc_conn *conn)
 	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
 	int rc;
 
-	if (!(conn->st->peer_state & SMC_CDC_PEER_LEAVING) || conn->st->leave_taken)
+	/* an end that left itself reads what follows on the stream as data */
+	if (!(conn->st->peer_state & SMC_CDC_PEER_LEAVING) || conn->st->leave_taken ||
+	    (conn->st->local_state & SMC_CDC_PEER_LEAVING))
 		return 0;
 	conn->st->leave_taken = true;   /* once: a failure fails the connection */
 	rc = answer(conn);

@@ -22,9 +22,13 @@
 
 /*
  * Under the connection lock: this end leaves, for reason (smcr_reason_code).
- * 0, or a negative errno with the connection failed (it could not be told).
+ * whole: this process's view has the transport, and announces it in a CDC
+ * too; a view without it (conn->priv gone or never attached) can leave
+ * only if every byte written was announced.  0; or a negative errno, the
+ * connection failed if whole (the peer could not be told), untouched if
+ * not (-ENOTRECOVERABLE: bytes written but not announced).
  */
-int smc_leave_send(struct smc_conn *conn, uint32_t reason);
+int smc_leave_send(struct smc_conn *conn, uint32_t reason, bool whole);
 
 /*
  * Under the connection lock, after a CDC fetch: if the peer left and its

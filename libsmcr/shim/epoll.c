@@ -12,8 +12,9 @@
  * descriptor, in one of these regimes:
  *   WATCH  the TCP socket, edge-triggered IN|OUT|RDHUP: a connect()
  *          completes or a CLC message arrives; we act, the app sees nothing
- *   SMC    the TCP socket, edge-triggered RDHUP (its end means the peer is
- *          gone), and the connection's wake descriptor, edge-triggered IN
+ *   SMC    the TCP socket, edge-triggered IN|RDHUP (its end means the peer
+ *          is gone; bytes on it, that it left for TCP: conn/smc_leave.h),
+ *          and the connection's wake descriptor, edge-triggered IN
  *   RESET  the TCP socket, edge-triggered: the CLC exchange failed
  *   NESTED another instance of ours (an epoll descriptor), edge-triggered
  *          IN: it got news in the kernel
@@ -275,8 +276,8 @@ static bool apply(struct smcr_epoll *ep, struct member *m, enum regime to)
 	case REG_NESTED:
 		ev.events = EPOLLIN | EPOLLET;
 		break;
-	default:
-		ev.events = EPOLLRDHUP | EPOLLET;
+	default:                /* SMC: the stream's end, or LEAVE (conn/smc_leave.h) */
+		ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
 		break;
 	}
 	if (REAL(epoll_ctl)(ep->fd, op, m->fd, &ev) != 0)
@@ -766,7 +767,7 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 				report(ep, m, ev.events, out, &n, max);
 			break;
 		case REG_SMC:
-			smcr_sock_tcp_ended(smcr_fd_sock(m->fd));
+			smcr_sock_tcp_news(smcr_fd_sock(m->fd));
 			break;
 		case REG_NESTED:
 			m->signalled = true;

@@ -115,7 +115,8 @@ static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t 
 		case W_SMC:
 			k[nk++] = (struct pollfd){ .fd = smcr_sock_wake_fd(smcr_fd_sock(fd)),
 						   .events = POLLIN };
-			k[nk++] = (struct pollfd){ .fd = fd, .events = POLLRDHUP };
+			/* its end, or LEAVE (conn/smc_leave.h) */
+			k[nk++] = (struct pollfd){ .fd = fd, .events = POLLIN | POLLRDHUP };
 			break;
 		case W_RESET:
 			k[nk++] = (struct pollfd){ .fd = fd };
@@ -155,8 +156,8 @@ static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t 
 		fds[i].revents = 0;
 		switch (kinds[i]) {
 		case W_SMC:
-			if (k[nk + 1].revents & (POLLRDHUP | POLLHUP | POLLERR))
-				smcr_sock_tcp_ended(smcr_fd_sock(fd));
+			if (k[nk + 1].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))
+				smcr_sock_tcp_news(smcr_fd_sock(fd));
 			nk++;
 			/* fall through */
 		case W_RESET:

@@ -504,7 +504,7 @@ int smcr_sock_wake_fd(struct smcr_sock *sk)
 	return sk->conn.ops->wake_channel(&sk->conn).rx;
 }
 
-void smcr_sock_tcp_ended(struct smcr_sock *sk)
+void smcr_sock_tcp_news(struct smcr_sock *sk)
 {
 	if (smcr_sock_phase(sk) != SMCR_SOCK_SMC)
 		return;

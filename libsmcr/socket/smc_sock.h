@@ -206,8 +206,8 @@ void smcr_sock_collect(struct smcr_sock *sk);
 struct smcr_spin_how smcr_sock_spin_how(struct smcr_sock *sk);
 bool smcr_sock_arm(struct smcr_sock *sk, uint32_t since, bool signalled);
 int smcr_sock_wake_fd(struct smcr_sock *sk);
-/* The TCP connection ended (poll or epoll saw it): settle the SMC connection. */
-void smcr_sock_tcp_ended(struct smcr_sock *sk);
+/* The TCP connection has news (poll or epoll saw it): settle the SMC connection. */
+void smcr_sock_tcp_news(struct smcr_sock *sk);
 
 /* A message carries sk to another process (count 1), or did not after all (-1). */
 void smcr_sock_passing(struct smcr_sock *sk, int count);

@@ -1129,17 +1129,20 @@ static void went_to_tcp(struct smcr_sock *sk, enum smcr_reason reason, uint32_t 
 /*
  * Under the connection lock: this process can no longer keep the
  * connection on SMC (reason), so it leaves, unless the peer has closed
- * (what is left to read is in our RMB, and needs no call) or left first
- * (the fetch answered it: ours is the RMB to read out).
+ * (what is left to read is in our RMB) or left first (the fetch answered
+ * it: ours is the RMB to read out).  A view that cannot reach the
+ * transport knows only what the state says.
  */
 static void leave(struct smcr_sock *sk, int fd, enum smcr_reason reason)
 {
 	struct smc_conn *conn = &sk->conn;
+	bool whole = view_complete(sk, fd);
 
-	if (phase_of(sk) != SMCR_SOCK_SMC || !view_complete(sk, fd) || smc_leave_fetch(conn) ||
+	if (phase_of(sk) != SMCR_SOCK_SMC || (whole && smc_leave_fetch(conn)) ||
 	    (conn->st->peer_state & (SMC_CDC_PEER_CONN_CLOSED | SMC_CDC_PEER_LEAVING)))
 		return;
-	if (smc_leave_send(conn, smcr_reason_code(reason)) == 0)
+	smc_leave_send(conn, smcr_reason_code(reason), whole);
+	if (conn->st->local_state & SMC_CDC_PEER_LEAVING)      /* even if its CDC failed */
 		went_to_tcp(sk, reason, 0);
 }
 
@@ -1162,10 +1165,17 @@ enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk)
 {
 	enum smcr_sock_phase phase = phase_of(sk);
 
+	/*
+	 * A view that cannot reach the buffers (an RDMA connection forked or
+	 * passed once used; smcrd out of reach) goes on over TCP if it can
+	 * leave, and is reset in this process if it cannot.
+	 */
 	if (__builtin_expect(phase == SMCR_SOCK_SMC && !sk->attached, 0)) {
 		smc_conn_lock(&sk->conn);
-		if (!view_complete(sk, sk->conn.sock))
-			phase = SMCR_SOCK_RESET;
+		if (!view_complete(sk, sk->conn.sock)) {
+			leave(sk, sk->conn.sock, SMCR_REASON_NOSMCDEV);
+			phase = phase_of(sk) == SMCR_SOCK_TCP ? SMCR_SOCK_TCP : SMCR_SOCK_RESET;
+		}
 		smc_conn_unlock(&sk->conn);
 	}
 	/* a hint read without the lock: peer_left() looks again under it */

@@ -214,8 +214,9 @@ struct smc_transport_ops {
 	 * Waits, with the connection lock released, until events() moves from since:
 	 * spins briefly, then sleeps.  timeout_ms < 0 waits for ever.  Returns
 	 * 0 (also spuriously: the caller looks again), -ETIMEDOUT, -EINTR, or
-	 * -ENOTCONN when the TCP connection under conn (conn->sock) has
-	 * ended or failed: the peer is gone unless its CDCs said it closed.
+	 * -ENOTCONN when the TCP connection under conn (conn->sock) has news
+	 * (smc_tcp_news): it ended or failed, and the peer is gone unless its
+	 * CDCs said it closed; or the peer left for TCP (conn/smc_leave.h).
 	 */
 	int (*wait)(struct smc_conn *conn, uint32_t since, int timeout_ms);
 

@@ -78,16 +78,20 @@ static inline bool smc_spin(struct smc_conn *conn, struct smcr_spin *s, uint32_t
 	return smcr_spin_for(s, conn->ops->spin_how(conn), smc_spin_moved, &w);
 }
 
-/* The TCP connection under conn ended: its peer is gone, or going. */
-static inline bool smc_tcp_ended(const struct smc_conn *conn)
+/*
+ * The TCP connection under conn has news: it ended (its peer is gone, or
+ * going), or the peer wrote on it, which on SMC only LEAVE does
+ * (conn/smc_leave.h).
+ */
+static inline bool smc_tcp_news(const struct smc_conn *conn)
 {
-	struct pollfd p = { .fd = conn->sock, .events = POLLRDHUP };
+	struct pollfd p = { .fd = conn->sock, .events = POLLIN | POLLRDHUP };
 	int saved_errno = errno;
-	bool ended = conn->sock >= 0 && smcr_sys_poll(&p, 1, 0) == 1 &&
-		     (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+	bool news = conn->sock >= 0 && smcr_sys_poll(&p, 1, 0) == 1 &&
+		    (p.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR));
 
 	errno = saved_errno;
-	return ended;
+	return news;
 }
 
 #endif

@@ -15,14 +15,11 @@ need socat
 PORT=24695
 start_smcrd "$PORT" 64
 
+cp "$SRC/tests/integration/used_conns.py" "$WORK/"
 cat > "$WORK/client.py" <<'EOS'
-import fcntl, os, socket, sys, threading
-addr, port = sys.argv[1], int(sys.argv[2])
-s = socket.create_connection((addr, port))
-s.sendall(b"hello\n")
-got = b""
-while len(got) < 6:
-    got += s.recv(6 - len(got))
+import fcntl, os, sys
+import used_conns                # from tests/integration, beside this script
+s = used_conns.echoed_hello(sys.argv[1], int(sys.argv[2]))
 pid = os.fork()
 if pid == 0:
     found = 0
@@ -39,14 +36,7 @@ if pid == 0:
     print("eventfds the child found:", found, flush=True)
     os._exit(0)
 os.waitpid(pid, 0)
-data = os.urandom(1 << 20)
-t = threading.Thread(target=s.sendall, args=(data,))
-t.start()
-echo = bytearray()
-while len(echo) < len(data) and (piece := s.recv(65536)):
-    echo += piece
-t.join()
-print("echoes the same:", got == b"hello\n" and bytes(echo) == data, flush=True)
+print("echoes the same:", used_conns.echoes(s, 1 << 20), flush=True)
 EOS
 
 start_bg server smcr socat "TCP-LISTEN:$PORT,reuseaddr,bind=$TEST_ADDR" EXEC:cat

@@ -3,7 +3,9 @@ which a root acceptor hands connections to workers (handover_uid.sh,
 adversarial/state_lock.sh): the client says "hello\\n", the acceptor reads
 it and answers "ok\\n", so that the connection has carried bytes both ways
 (its CLC exchange is over) before the acceptor passes it on.  Later the
-acceptor says "go\n" on a connection it kept and echoes what follows."""
+acceptor says "go\n" on a connection it kept and echoes what follows.
+Against an echo server (fork_used.sh, used_then_forked.sh) the hello
+comes back as it went (echoed_hello)."""
 import os
 import socket
 import threading
@@ -27,6 +29,17 @@ def connected(addr, port):
     while len(got) < 3:
         got += conn.recv(3 - len(got))
     assert got == b"ok\n", got
+    return conn
+
+
+def echoed_hello(addr, port):
+    """A connection to an echo server at addr:port that sent our hello back."""
+    conn = socket.create_connection((addr, port))
+    conn.sendall(b"hello\n")
+    got = b""
+    while len(got) < 6 and (piece := conn.recv(6 - len(got))):
+        got += piece
+    assert got == b"hello\n", got
     return conn
 
 

@@ -68,7 +68,7 @@ struct smcr_sock {
 	_Atomic uint32_t events;
 	_Atomic bool armed;             /* as the real one, armed from the start */
 	_Atomic int refs;               /* the descriptor table's */
-	_Atomic int tcp_ended;          /* smcr_sock_tcp_ended() calls */
+	_Atomic int tcp_ended;          /* smcr_sock_tcp_news() calls */
 	int wake_fd;
 	bool server;                    /* in the exchange: its Proposal is due once a
 					   write is wanted (smcr_sock_want_send) */
@@ -192,7 +192,7 @@ static void news(struct smcr_sock *sk, unsigned int mask)
 		abort();
 }
 
-void smcr_sock_tcp_ended(struct smcr_sock *sk)
+void smcr_sock_tcp_news(struct smcr_sock *sk)
 {
 	atomic_fetch_add(&sk->tcp_ended, 1);
 	news(sk, POLLIN | POLLRDHUP | POLLHUP);         /* the peer is gone: reading ended */

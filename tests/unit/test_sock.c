@@ -813,7 +813,7 @@ static void tcp_end_without_cdc_close_reads_as_eof(void **state)
 
 	/* the peer's process died: its TCP end closed, no CDC said so */
 	assert_int_equal(send_str(p->sk[0], "dying", 0), 5);
-	smcr_sock_tcp_ended(p->sk[1]);
+	smcr_sock_tcp_news(p->sk[1]);
 	assert_int_equal(smcr_sock_poll(p->sk[1]), RD | POLLRDHUP | WR);
 	expect_recv(p->sk[1], "dying", 0);
 	expect_eof(p->sk[1]);

@@ -61,7 +61,7 @@ onehost() {
 	echo "vm: $driver guest done ($((SECONDS - t0)) s)"
 }
 rdma_tests=(redis-rdma iperf3-rdma sockperf-rdma stress-rdma socat-rdma fork-rdma kill-rdma budget-rdma semantics-rdma
-	    late_peer-rdma closefrom-rdma fork_used-rdma)
+	    late_peer-rdma closefrom-rdma fork_used-rdma leave_confined-rdma used_then_forked-rdma)
 onehost rxe socat-shm stress negotiation_wire shm_broker "${rdma_tests[@]}"
 onehost siw socat-shm stress "${rdma_tests[@]}"
 

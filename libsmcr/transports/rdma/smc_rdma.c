@@ -538,7 +538,7 @@ static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 		return 0;
 	if (timeout_ms == 0)
 		return -ETIMEDOUT;
-	if (smc_tcp_ended(conn))
+	if (smc_tcp_news(conn))
 		return -ENOTCONN;
 	end = smc_clock_ns() + (uint64_t)slice * 1000000;
 	for (;;) {
@@ -560,7 +560,7 @@ static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 		if (woke < 0)
 			return woke;
 	}
-	if (smc_tcp_ended(conn))
+	if (smc_tcp_news(conn))
 		return -ENOTCONN;
 	return slice == timeout_ms ? -ETIMEDOUT : 0;
 }

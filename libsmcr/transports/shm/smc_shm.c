@@ -448,13 +448,13 @@ static int shm_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (shm_events(conn) != since)
 		return 0;
-	if (smc_tcp_ended(conn))
+	if (smc_tcp_news(conn))
 		return -ENOTCONN;
 	if (smcr_sys_futex(&shm->ctl->waiting, FUTEX_WAIT, 1, &ts) == 0 || errno == EAGAIN)
 		return 0;
 	if (errno != ETIMEDOUT)
 		return -errno;
-	if (smc_tcp_ended(conn))
+	if (smc_tcp_news(conn))
 		return -ENOTCONN;
 	/* a slice of a longer wait ends as a spurious wake: the caller recounts */
 	return slice == timeout_ms ? -ETIMEDOUT : 0;
