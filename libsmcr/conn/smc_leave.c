@@ -13,11 +13,13 @@
  *    it sends after: they all come after LEAVE's answer point, which the
  *    peer reaches under its lock, where its own sends stop too.
  *  - The peer's cut of what it reads is the leaver's producer cursor:
- *    every byte the leaver wrote into the peer's RMB is announced by the
- *    flagged CDC, and the peer reads them there; the leaver's next bytes
- *    follow LEAVE on the stream, and the peer reads the stream only once
- *    its RMB is empty up to that cursor.
- * A LEAVE whose cursors are not those of the flagged CDC fails the
+ *    every byte the leaver wrote into the peer's RMB is announced, by the
+ *    flagged CDC or (a leaver without its transport) by its old holders'
+ *    CDCs, which the peer awaits if they lag behind the stream, and the
+ *    peer reads them there; the leaver's next bytes follow LEAVE on the
+ *    stream, and the peer reads the stream only once its RMB is empty up
+ *    to that cursor.
+ * A LEAVE whose cursors the peer's own state contradicts fails the
  * connection (as a reset), since one of the cuts would be wrong.
  */
 #include <errno.h>
