@@ -159,7 +159,7 @@ static bool cdc_apply(struct smc_conn *conn, const struct smc_cdc *cdc)
 		smcr_log(SMCR_LOG_DEBUG, "fd %d: the peer's CDC %u says %#x (at %u:%u, we read %u:%u)",
 			 conn->sock, cdc->seqno, cdc->conn_state_flags, cdc->prod.wrap, cdc->prod.count,
 			 conn->st->rx_cons.wrap, conn->st->rx_cons.count);
-	conn->st->peer_state |= cdc->conn_state_flags;
+	smc_conn_peer_says(conn, cdc->conn_state_flags);
 	if (conn->st->peer_state & SMC_CDC_PEER_CONN_ABORT)
 		conn->st->err = ECONNRESET;
 	return true;
@@ -249,7 +249,7 @@ void smc_conn_peer_lost(struct smc_conn *conn)
 	if ((conn->st->local_state | conn->st->peer_state) & SMC_CDC_PEER_LEAVING)
 		return;         /* the stream is the kernel's to end (smc_leave.h) */
 	if (tcp_has_data(conn)) {
-		conn->st->peer_state |= SMC_CDC_PEER_LEAVING;   /* answered at the next fetch */
+		smc_conn_peer_says(conn, SMC_CDC_PEER_LEAVING);  /* answered at the next fetch */
 		conn->ops->wake(conn);
 		return;
 	}
@@ -276,6 +276,6 @@ void smc_conn_peer_lost(struct smc_conn *conn)
 	}
 	smcr_log(SMCR_LOG_DEBUG, "fd %d: the TCP connection ended without a CDC close: end of file",
 		 conn->sock);
-	conn->st->peer_state |= SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED;
+	smc_conn_peer_says(conn, SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED);
 	conn->ops->wake(conn);
 }

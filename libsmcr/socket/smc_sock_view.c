@@ -1180,7 +1180,8 @@ enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk)
 	}
 	/* a hint read without the lock: peer_left() looks again under it */
 	if (__builtin_expect(phase == SMCR_SOCK_SMC &&
-			     (sk->conn.st->peer_state & SMC_CDC_PEER_LEAVING), 0))
+			     (__atomic_load_n(&sk->conn.st->peer_state, __ATOMIC_RELAXED) &
+			      SMC_CDC_PEER_LEAVING), 0))
 		phase = peer_left(sk);
 	return phase;
 }

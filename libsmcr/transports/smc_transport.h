@@ -371,6 +371,16 @@ static inline void smc_conn_init(struct smc_conn *conn, const struct smc_transpo
 	smcr_shared_lock_init(&st->lock);
 }
 
+/*
+ * Under the connection lock: adds flags (SMC_CDC_PEER_*) to what the peer
+ * told us.  Atomic, since smcr_sock_phase reads them without the lock as a
+ * hint that the peer left.
+ */
+static inline void smc_conn_peer_says(struct smc_conn *conn, uint8_t flags)
+{
+	__atomic_fetch_or(&conn->st->peer_state, flags, __ATOMIC_RELAXED);
+}
+
 /* [off, off + len) lies in the peer's RMB as this process set it up (write, read_back). */
 static inline bool smc_conn_peer_range(const struct smc_conn *conn, uint32_t off, uint32_t len)
 {
