@@ -15,14 +15,6 @@
 #include "shared_lock.h"
 #include "sys.h"
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* One sleep while the word is 2, of at most ms. */
 static void sleep_while_held(struct smcr_shared_lock *lock, uint64_t ms)
 {
@@ -39,10 +31,10 @@ bool smcr_shared_lock_take(struct smcr_shared_lock *lock, unsigned int wait_ms)
 	if (atomic_compare_exchange_strong_explicit(&lock->word, &free_word, 1, memory_order_acquire,
 						    memory_order_relaxed))
 		return true;
-	deadline = now_ms() + wait_ms;
+	deadline = smc_clock_ms() + wait_ms;
 	/* 2 from now on: whoever gives it back next must wake someone */
 	while (atomic_exchange_explicit(&lock->word, 2, memory_order_acquire) != 0) {
-		now = now_ms();
+		now = smc_clock_ms();
 		if (now >= deadline)
 			return false;	/* the word is 2: ours, by force */
 		sleep_while_held(lock, deadline - now);

@@ -454,6 +454,49 @@ int smcr_sys_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 	return smcr_sys_ppoll(fds, nfds, timeout_ms < 0 ? NULL : &ts, NULL);
 }
 
+int smcr_sys_wait_fd(int fd, short events, uint64_t deadline)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int saved_errno = errno, ms = smc_ms_until(deadline), rc = 0;
+
+	if (ms == 0)
+		rc = -ETIMEDOUT;
+	else if (smcr_sys_poll(&p, 1, ms) < 0 && errno != EINTR)
+		rc = -errno;
+	errno = saved_errno;
+	return rc;
+}
+
+void smcr_sys_reset(int fd)
+{
+	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+	int saved_errno = errno;
+
+	REAL(connect)(fd, &unspec, sizeof(unspec));
+	errno = saved_errno;
+}
+
+int smcr_sys_send_all(int fd, const void *buf, size_t len, uint64_t deadline)
+{
+	const uint8_t *rest = buf;
+	int saved_errno = errno, rc = 0;
+
+	while (len > 0 && rc == 0) {
+		ssize_t n = REAL(send)(fd, rest, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n > 0) {
+			rest += n;
+			len -= (size_t)n;
+		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			rc = -errno;
+		} else {
+			rc = smcr_sys_wait_fd(fd, POLLOUT, deadline);
+		}
+	}
+	errno = saved_errno;
+	return rc;
+}
+
 bool smcr_sys_restarts(int timeout_ms)
 {
 	if (timeout_ms > 0)

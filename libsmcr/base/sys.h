@@ -167,6 +167,59 @@ int smcr_sys_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeo
 /* smcr_sys_ppoll() with a timeout in milliseconds (-1: none) and no mask. */
 int smcr_sys_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms);
 
+/* Nanoseconds on CLOCK_MONOTONIC, on which every deadline, timeout and spin is measured. */
+static inline uint64_t smc_clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Milliseconds on the same clock. */
+static inline uint64_t smc_clock_ms(void)
+{
+	return smc_clock_ns() / 1000000u;
+}
+
+/* The deadline of a wait of ms from now (0: none, for ms <= 0). */
+static inline uint64_t smc_deadline_after(int ms)
+{
+	return ms > 0 ? smc_clock_ns() + (uint64_t)ms * 1000000u : 0;
+}
+
+/*
+ * Milliseconds from now until deadline (smc_clock_ns), rounded up, since a
+ * wait that ends early only costs another turn: 0 once it passed.
+ */
+static inline int smc_ms_until(uint64_t deadline)
+{
+	uint64_t now = smc_clock_ns(), ms = deadline > now ? (deadline - now + 999999) / 1000000 : 0;
+
+	return ms < INT32_MAX ? (int)ms : INT32_MAX;
+}
+
+/*
+ * Waits until socket fd reports one of events or deadline (smc_clock_ns)
+ * passes: 0 (a signal too: the caller looks again), -ETIMEDOUT, or a
+ * negative errno.  errno unchanged.
+ */
+int smcr_sys_wait_fd(int fd, short events, uint64_t deadline);
+
+/*
+ * Writes all len bytes of buf on socket fd by deadline (smc_clock_ns),
+ * never blocking in send and never raising SIGPIPE: 0, or a negative
+ * errno (-ETIMEDOUT: not all went by then).  errno unchanged.
+ */
+int smcr_sys_send_all(int fd, const void *buf, size_t len, uint64_t deadline);
+
+/*
+ * Resets the TCP connection of socket fd: the peer reads ECONNRESET, and
+ * nothing more of the stream reaches this end (connect with AF_UNSPEC).
+ * errno unchanged.
+ */
+void smcr_sys_reset(int fd);
+
 /*
  * Whether the kernel would restart a socket call that a signal handler
  * interrupted: without a timeout on the socket, when the handler asked for

@@ -199,23 +199,12 @@ int smc_conn_cdc_fetch(struct smc_conn *conn)
 	return applied ? smc_conn_consumer_update(conn, false) : 0;
 }
 
-uint64_t smc_conn_deadline(int timeout_ms)
-{
-	return timeout_ms > 0 ? smc_clock_ns() + (uint64_t)timeout_ms * 1000000u : 0;
-}
-
 int smc_conn_cdc_wait(struct smc_conn *conn, uint32_t since, uint64_t deadline)
 {
 	int timeout_ms = -1, rc;
 
-	if (deadline) {
-		uint64_t now = smc_clock_ns();
-
-		if (now >= deadline)
-			return -EAGAIN;
-		/* rounded up: a wait that ends early only costs another turn */
-		timeout_ms = (int)((deadline - now + 999999) / 1000000);
-	}
+	if (deadline && (timeout_ms = smc_ms_until(deadline)) == 0)
+		return -EAGAIN;
 	smc_conn_unlock(conn);
 	rc = conn->ops->wait(conn, since, timeout_ms);
 	smc_conn_lock(conn);

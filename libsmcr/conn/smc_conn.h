@@ -53,9 +53,6 @@ int smc_conn_close_state(struct smc_conn *conn, uint8_t flags);
  */
 int smc_conn_cdc_fetch(struct smc_conn *conn);
 
-/* The deadline of a call that may wait timeout_ms (0: for ever, deadline 0). */
-uint64_t smc_conn_deadline(int timeout_ms);
-
 /*
  * Under the connection lock, which it releases while it waits: waits for the peer
  * (ops->wait) until events() moves from since.  Returns 0 (also

@@ -43,40 +43,6 @@
 /* Bytes of the peer's RMB read back per write on the stream. */
 #define RESEND_CHUNK 16384
 
-/* Waits until fd reports events or deadline passes: 0, or a negative errno. */
-static int tcp_wait(int fd, short events, uint64_t deadline)
-{
-	struct pollfd p = { .fd = fd, .events = events };
-	uint64_t now = smc_clock_ns();
-
-	if (now >= deadline)
-		return -ETIMEDOUT;
-	if (smcr_sys_poll(&p, 1, (int)((deadline - now + 999999) / 1000000)) < 0 && errno != EINTR)
-		return -errno;
-	return 0;
-}
-
-/* All len bytes of buf on the stream fd by deadline: 0, or a negative errno. */
-static int tcp_write_all(int fd, const uint8_t *buf, size_t len, uint64_t deadline)
-{
-	while (len > 0) {
-		ssize_t n = REAL(send)(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-		int rc;
-
-		if (n > 0) {
-			buf += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			return -errno;
-		rc = tcp_wait(fd, POLLOUT, deadline);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
 /* Exactly len bytes from the stream fd by deadline: 0, or a negative errno. */
 static int tcp_read_exact(int fd, uint8_t *buf, size_t len, uint64_t deadline)
 {
@@ -93,7 +59,7 @@ static int tcp_read_exact(int fd, uint8_t *buf, size_t len, uint64_t deadline)
 			return -ECONNRESET;     /* the stream ended inside LEAVE */
 		if (errno != EAGAIN && errno != EINTR)
 			return -errno;
-		rc = tcp_wait(fd, POLLIN, deadline);
+		rc = smcr_sys_wait_fd(fd, POLLIN, deadline);
 		if (rc)
 			return rc;
 	}
@@ -113,7 +79,7 @@ int smc_leave_send(struct smc_conn *conn, uint32_t reason, bool whole)
 	if (!whole && !smc_cursor_equal(conn->st->tx_sent, conn->st->tx_prep))
 		return -ENOTRECOVERABLE;
 	smc_leave_encode(&leave, msg);
-	rc = tcp_write_all(conn->sock, msg, sizeof(msg), smc_conn_deadline(LEAVE_WAIT_MS));
+	rc = smcr_sys_send_all(conn->sock, msg, sizeof(msg), smc_deadline_after(LEAVE_WAIT_MS));
 	/* writing ended on SMC: the peer reads the stream's end after LEAVE */
 	if (!rc && (conn->st->local_state & SMC_CDC_PEER_DONE_WRITING) &&
 	    REAL(shutdown)(conn->sock, SHUT_WR))
@@ -172,7 +138,7 @@ static int resend(struct smc_conn *conn, struct smc_cursor from, uint64_t deadli
 			int rc = conn->ops->read_back(conn, chunk[i].off + done, buf, len);
 
 			if (!rc)
-				rc = tcp_write_all(conn->sock, buf, len, deadline);
+				rc = smcr_sys_send_all(conn->sock, buf, len, deadline);
 			if (rc)
 				return rc;
 			done += len;
@@ -184,7 +150,7 @@ static int resend(struct smc_conn *conn, struct smc_cursor from, uint64_t deadli
 /* Reads LEAVE from the stream and writes what it asks for. */
 static int answer(struct smc_conn *conn)
 {
-	uint64_t deadline = smc_conn_deadline(LEAVE_WAIT_MS);
+	uint64_t deadline = smc_deadline_after(LEAVE_WAIT_MS);
 	uint8_t msg[SMC_LEAVE_MSG_LEN];
 	struct smc_leave leave;
 	int rc = tcp_read_exact(conn->sock, msg, sizeof(msg), deadline);
@@ -211,7 +177,6 @@ static int answer(struct smc_conn *conn)
 
 int smc_leave_answer(struct smc_conn *conn)
 {
-	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
 	int rc;
 
 	/* an end that left itself reads what follows on the stream as data */
@@ -225,7 +190,7 @@ int smc_leave_answer(struct smc_conn *conn)
 	smcr_log(SMCR_LOG_WARN, "fd %d: cannot carry the connection on TCP after the peer left: "
 		 "%s: connection reset", conn->sock, strerror(-rc));
 	conn->st->err = ECONNRESET;
-	REAL(connect)(conn->sock, &unspec, sizeof(unspec));     /* the leaver reads the stream */
+	smcr_sys_reset(conn->sock);     /* the leaver reads the stream */
 	conn->ops->wake(conn);
 	return -ECONNRESET;
 }

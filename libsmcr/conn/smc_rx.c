@@ -210,7 +210,7 @@ ssize_t smc_rx_recv(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 	struct smc_iov_iter it = smc_iov_iter(iov, iovcnt);
 	size_t len = smc_iov_total(iov, iovcnt), copied = 0;
 	size_t target = (flags & MSG_WAITALL) ? len : 1;
-	uint64_t deadline = smc_conn_deadline(conn->st->rcv_timeout_ms);
+	uint64_t deadline = smc_deadline_after(conn->st->rcv_timeout_ms);
 	bool at_mark = false;
 	struct rx_pos pos;
 	int rc = 0;

@@ -94,7 +94,7 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 {
 	struct smc_iov_iter it = smc_iov_iter(iov, iovcnt);
 	size_t total = smc_iov_total(iov, iovcnt), sent = 0;
-	uint64_t deadline = smc_conn_deadline(conn->st->snd_timeout_ms);
+	uint64_t deadline = smc_deadline_after(conn->st->snd_timeout_ms);
 	int rc;
 
 	nonblock |= !!(flags & MSG_DONTWAIT);

@@ -875,7 +875,7 @@ int smcr_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int tim
 		    const sigset_t *sigmask)
 {
 	struct smcr_epoll *ep = smcr_fd_epoll(epfd);
-	int64_t deadline = smcr_wait_deadline(timeout_ms);
+	uint64_t deadline = smc_deadline_after(timeout_ms);
 	bool spun = false;
 
 	if (!ep || maxevents <= 0 || !__atomic_load_n(&ep->count, __ATOMIC_RELAXED))

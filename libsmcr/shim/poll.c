@@ -254,7 +254,7 @@ int smcr_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms, const sigset_t *s
 	struct pollfd small_k[32], *k = small_k;
 	uint32_t small_since[16], *since = small_since;
 	uint8_t small_kinds[16], *kinds = small_kinds;
-	int64_t deadline = smcr_wait_deadline(timeout_ms);
+	uint64_t deadline = smc_deadline_after(timeout_ms);
 	int rc;
 
 	if (!any_ours(fds, nfds)) {

@@ -50,19 +50,9 @@ void smcr_drive(int fd)
 		smcr_sock_settle(sk, fd, false);
 }
 
-int64_t smcr_wait_deadline(int timeout_ms)
+int smcr_wait_remaining(int timeout_ms, uint64_t deadline)
 {
-	return timeout_ms > 0 ? (int64_t)smc_clock_ns() + (int64_t)timeout_ms * 1000000 : 0;
-}
-
-int smcr_wait_remaining(int timeout_ms, int64_t deadline)
-{
-	int64_t left;
-
-	if (timeout_ms <= 0)
-		return timeout_ms;
-	left = deadline - (int64_t)smc_clock_ns();
-	return left > 0 ? (int)((left + 999999) / 1000000) : 0;
+	return timeout_ms <= 0 ? timeout_ms : smc_ms_until(deadline);
 }
 
 int smcr_timespec_ms(const struct timespec *ts)

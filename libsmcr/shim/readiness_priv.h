@@ -25,14 +25,11 @@ enum regime smcr_regime_of(int fd);
 /* A connect() or CLC exchange in progress on fd moves on, if it can. */
 void smcr_drive(int fd);
 
-/* The end of a wait of timeout_ms from now (0: none, for timeout_ms <= 0). */
-int64_t smcr_wait_deadline(int timeout_ms);
-
 /*
  * What is left of a wait until deadline (0: none was set, wait as asked),
  * rounded up: like the kernel's, a wait never ends before its time.
  */
-int smcr_wait_remaining(int timeout_ms, int64_t deadline);
+int smcr_wait_remaining(int timeout_ms, uint64_t deadline);
 
 /* ---- epoll.c: nested instances ---- */
 

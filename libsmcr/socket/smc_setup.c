@@ -28,17 +28,10 @@ struct smc_setup_run {
 	int sock;                       /* ours, never a number read from the page */
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void start(struct smc_setup *s, enum smc_setup_state state, uint64_t gid)
 {
 	*s = (struct smc_setup){ .state = state, .gid = gid, .need = SMC_CLC_HDR_LEN,
-				 .deadline_ms = now_ms() + SMC_CLC_WAIT_MS };
+				 .deadline_ms = (int64_t)smc_clock_ms() + SMC_CLC_WAIT_MS };
 }
 
 void smc_setup_client(struct smc_setup *s, uint64_t gid)
@@ -69,22 +62,8 @@ static enum smc_setup_state finish(const struct smc_setup_run *run, enum smc_set
 /* Writes a whole message within the CLC wait; false if it could not. */
 static bool send_msg(const struct smc_setup_run *run, const uint8_t *msg, int len)
 {
-	int64_t due = now_ms() + SMC_CLC_WAIT_MS;
-
-	for (int sent = 0; len > 0 && sent < len;) {
-		ssize_t n = REAL(send)(run->sock, msg + sent, (size_t)(len - sent),
-				       MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n > 0) {
-			sent += (int)n;
-			continue;
-		}
-		int left = (int)(due - now_ms());
-		struct pollfd p = { .fd = run->sock, .events = POLLOUT };
-		if ((n < 0 && errno != EAGAIN && errno != EINTR) || left <= 0 ||
-		    smcr_sys_poll(&p, 1, left) < 0)
-			return false;
-	}
-	return len > 0;
+	return len > 0 && smcr_sys_send_all(run->sock, msg, (size_t)len,
+					    smc_deadline_after(SMC_CLC_WAIT_MS)) == 0;
 }
 
 /* Sends a Decline with reason; false if it could not. */
@@ -124,7 +103,7 @@ static void decline_late(const struct smc_setup_run *run)
 
 int smc_setup_want_send(struct smc_setup *s)
 {
-	int64_t now = now_ms();
+	int64_t now = (int64_t)smc_clock_ms();
 
 	if (s->state != SMC_SETUP_SERVER_WAIT_PROPOSAL)
 		return -1;
@@ -170,7 +149,7 @@ static int receive(const struct smc_setup_run *run, enum smcr_reason *why)
 			return -1;
 		}
 		if (!s->have)           /* begun: the rest must come within the CLC wait */
-			s->deadline_ms = now_ms() + SMC_CLC_WAIT_MS;
+			s->deadline_ms = (int64_t)smc_clock_ms() + SMC_CLC_WAIT_MS;
 		s->have += (size_t)n;
 		if (s->have == SMC_CLC_HDR_LEN && s->need == SMC_CLC_HDR_LEN &&
 		    (*why = smc_clc_frame_length(s->buf, &s->need)) != SMCR_REASON_NONE)
@@ -192,7 +171,7 @@ static int next_msg(const struct smc_setup_run *run, struct smc_clc_msg *msg)
 	int got = receive(run, &why);
 
 	if (!got) {
-		if (!s->have || s->deadline_ms > now_ms())
+		if (!s->have || s->deadline_ms > (int64_t)smc_clock_ms())
 			return 0;
 		finish(run, SMC_SETUP_RESET, SMCR_REASON_TIMEOUT_CL);
 		return -1;
@@ -200,7 +179,7 @@ static int next_msg(const struct smc_setup_run *run, struct smc_clc_msg *msg)
 	if (got > 0 && (why = smc_clc_decode(s->buf, s->have, msg)) == SMCR_REASON_NONE) {
 		s->have = 0;
 		s->need = SMC_CLC_HDR_LEN;
-		s->deadline_ms = now_ms() + SMC_CLC_WAIT_MS;
+		s->deadline_ms = (int64_t)smc_clock_ms() + SMC_CLC_WAIT_MS;
 		return 1;
 	}
 	/*
@@ -403,7 +382,7 @@ enum smc_setup_state smc_setup_progress(struct smc_setup *s, int sock,
 	}
 	/* the Proposal not come, whole, when the application had to write */
 	if (s->state == SMC_SETUP_SERVER_WAIT_PROPOSAL && s->proposal_due_ms &&
-	    s->proposal_due_ms <= now_ms())
+	    s->proposal_due_ms <= (int64_t)smc_clock_ms())
 		decline_late(run);
 	errno = saved_errno;
 	return s->state;

@@ -1259,17 +1259,13 @@ static void conclude(struct smcr_sock *sk, int fd, enum smc_setup_state state)
 		return;
 	}
 	/* the stream holds half an exchange: no byte of it may reach the application */
-	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
-	int saved_errno = errno;
-
 	smcr_stat_add(handshake_errors, 1);
 	smcr_conn_table_fell_back(sk->conn.record, SMCR_CONN_RESET, reason, 0);
 	/* a peer that reset its end mid-exchange is the application's business, as over TCP */
 	smcr_log(reason == SMCR_REASON_PEERCLOSED ? SMCR_LOG_DEBUG : SMCR_LOG_WARN,
 		 "fd %d: CLC failed: %s (0x%08x): connection reset", fd,
 		 smcr_reason_name(reason), smcr_reason_code(reason));
-	REAL(connect)(fd, &unspec, sizeof(unspec));     /* sends the peer a reset */
-	errno = saved_errno;
+	smcr_sys_reset(fd);
 	atomic_store_explicit(&sk->sh->phase, SMCR_SOCK_RESET, memory_order_release);
 }
 

@@ -55,15 +55,6 @@ static inline unsigned int smc_rmb_size_class(uint64_t bytes, unsigned int max_c
 	return c;
 }
 
-/* Timeouts and spins are measured on CLOCK_MONOTONIC. */
-static inline uint64_t smc_clock_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 struct smc_conn;
 struct smc_peek;
 

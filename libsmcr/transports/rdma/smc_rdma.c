@@ -540,21 +540,18 @@ static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 		return -ETIMEDOUT;
 	if (smc_tcp_news(conn))
 		return -ENOTCONN;
-	end = smc_clock_ns() + (uint64_t)slice * 1000000;
+	end = smc_deadline_after(slice);
 	for (;;) {
-		uint64_t now;
-
 		atomic_store_explicit(&rc->waiting, 1, memory_order_relaxed);
 		atomic_thread_fence(memory_order_seq_cst);
 		poll_link_before_sleep(rc);
 		if (rdma_events(conn) != since)
 			return 0;
-		now = smc_clock_ns();
-		if (now >= end)
+		if (smc_ms_until(end) == 0)
 			break;
 		if (woke == 1)
 			sched_yield();	/* the channel stays readable until the poller takes the event */
-		woke = sleep_once(rc, (int)((end - now + 999999) / 1000000));
+		woke = sleep_once(rc, smc_ms_until(end));
 		if (woke == -ETIMEDOUT)
 			break;
 		if (woke < 0)

@@ -255,9 +255,7 @@ static void *poller(void *unused)
 
 	(void)unused;
 	for (;;) {
-		uint64_t now = smc_clock_ns();
-		int rearm = !smc_rdma.rearm_at ? -1 : smc_rdma.rearm_at <= now ? 0 :
-			    (int)((smc_rdma.rearm_at - now + 999999) / 1000000);
+		int rearm = smc_rdma.rearm_at ? smc_ms_until(smc_rdma.rearm_at) : -1;
 		int idle = poller_ops->idle();
 		int n = REAL(epoll_wait)(smcr_sys_kept(&smc_rdma.epfd), ev, 16,
 					 rearm < 0 ? idle : idle < 0 || rearm < idle ? rearm : idle);

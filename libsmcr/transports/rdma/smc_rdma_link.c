@@ -193,7 +193,7 @@ void smc_rdma_link_up(struct smc_rdma_link *link)
 	}
 	ibv_req_notify_cq(link->cq, !link->dev->iwarp);
 	atomic_store(&link->state, LINK_UP);
-	link->idle_since = smc_rdma_now_ms();
+	link->idle_since = smc_clock_ms();
 	pthread_cond_broadcast(&smc_rdma.changed);
 }
 
@@ -221,7 +221,7 @@ void smc_rdma_link_put(struct smc_rdma_link *link)
 	if (--link->refs == 0) {
 		smc_rdma_link_reap_later(link);
 	} else if (link->refs == 1 && atomic_load(&link->state) == LINK_UP && smc_rdma.idle_ms) {
-		link->idle_since = smc_rdma_now_ms();
+		link->idle_since = smc_clock_ms();
 		wake_poller();		/* it may sleep with no time limit */
 	}
 	pthread_mutex_unlock(&smc_rdma.lock);
@@ -292,7 +292,7 @@ static int end_idle_links(void)
 	if (!smc_rdma.idle_ms)
 		return -1;
 	do {
-		now = smc_rdma_now_ms();
+		now = smc_clock_ms();
 		next = UINT64_MAX;
 		pthread_mutex_lock(&smc_rdma.lock);
 		for (link = smc_rdma.links; link; link = link->next) {
@@ -314,7 +314,7 @@ static int end_idle_links(void)
 
 int smc_rdma_on_idle(void)
 {
-	uint64_t now = smc_rdma_now_ms(), next = UINT64_MAX;
+	uint64_t now = smc_clock_ms(), next = UINT64_MAX;
 	int idle, retired;
 
 	put_retired(NULL, NULL, now, &next);
@@ -364,7 +364,7 @@ void smc_rdma_link_retire(struct smc_rdma_link *link, uint32_t token, struct smc
 {
 	buf->retired_on = link;
 	buf->token = token;
-	buf->until = smc_rdma_now_ms() + SMC_CLC_WAIT_MS;
+	buf->until = smc_clock_ms() + SMC_CLC_WAIT_MS;
 	pthread_mutex_lock(&smc_rdma.lock);
 	buf->next = smc_rdma.retired;
 	smc_rdma.retired = buf;

@@ -144,12 +144,6 @@ static inline bool smc_rdma_foreign(unsigned int gen)
 	return gen != atomic_load_explicit(&smc_rdma.gen, memory_order_relaxed);
 }
 
-/* Milliseconds on CLOCK_MONOTONIC: idle times. */
-static inline uint64_t smc_rdma_now_ms(void)
-{
-	return smc_clock_ns() / 1000000u;
-}
-
 /* smc_rdma_dev.c */
 /* Loads, starts the poller once (with ops; later calls keep the first): 0 or -ENODEV. */
 int smc_rdma_start(const struct smc_rdma_poller_ops *ops);
