@@ -43,6 +43,13 @@ struct sock_shared {
 #define STATE_BYTES 4096u
 _Static_assert(sizeof(struct sock_shared) <= STATE_BYTES, "the state outgrew its page");
 
+/* The walks over every connection of the process (smc_sock_view.c), each marking its own. */
+enum walk_kind {
+	WALK_OFFER,             /* offers before a hand-over */
+	WALK_SANDBOX,           /* a sandbox: exchanges settled, connections leaving */
+	WALK_KINDS
+};
+
 /* This process's view of a connection. */
 struct smcr_sock {
 	_Atomic unsigned int refs;      /* descriptors of this process naming it */
@@ -60,7 +67,7 @@ struct smcr_sock {
 					   with it (offered()); -1: none */
 	struct smc_conn conn;
 	ino_t ino;                      /* the TCP socket's inode (0: unknown) */
-	unsigned long offer_call;       /* the round of offers that last took it */
+	unsigned long walked[WALK_KINDS]; /* the round of each kind of walk that last took it */
 	unsigned long handed_call;      /* the last round that found it handed to a new image */
 	uint64_t staging_granted;       /* what smcrd granted for the view's staging buffer
 					   (smc_sock_view.c): as large as that is */

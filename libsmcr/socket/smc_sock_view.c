@@ -920,8 +920,8 @@ static void hand_over_borrowed(struct smcr_exec_handover *h)
 		REAL(close)(dir);
 }
 
-/* A number for one round of offers, which marks the connections it takes. */
-static unsigned long offer_round(void)
+/* A number for one walk over the connections, which marks those it takes. */
+static unsigned long walk_round(void)
 {
 	static unsigned long rounds;
 	unsigned long round;
@@ -932,14 +932,23 @@ static unsigned long offer_round(void)
 	return round;
 }
 
+/* A walk: act on every connection it wants, each once (walk_outside_lock). */
+struct walk {
+	enum walk_kind kind;
+	unsigned long round;
+	bool (*wanted)(const struct smcr_sock *sk, unsigned long round);
+	void (*act)(struct smcr_sock *sk, const struct walk *w);
+	enum smcr_reason reason;        /* a leave's */
+};
+
 /*
- * Offers every connection of round for which wanted(sk, round) holds.  The
- * offers are made outside all_lock: they take the control socket's lock,
- * which fork takes before all_lock.  A reference keeps each connection
- * while it is offered; in batches of 16, each connection once.
+ * Acts on every connection w wants.  The acts run outside all_lock: they
+ * may ask smcrd (an offer; a leave's RESUME or WITHDRAW; an exchange's
+ * offer), which takes the control socket's lock, which fork takes before
+ * all_lock.  A reference keeps each connection while it is acted on; in
+ * batches of 16, each connection once (marked with the walk's round).
  */
-static void offer_wanted(unsigned long round, bool (*wanted)(const struct smcr_sock *sk,
-							     unsigned long round))
+static void walk_outside_lock(const struct walk *w)
 {
 	struct smcr_sock *batch[16];
 	unsigned int n;
@@ -948,34 +957,46 @@ static void offer_wanted(unsigned long round, bool (*wanted)(const struct smcr_s
 		n = 0;
 		pthread_mutex_lock(&all_lock);
 		for (struct smcr_sock *sk = all; sk && n < 16; sk = sk->next)
-			if (sk->offer_call != round && wanted(sk, round) &&
-			    phase_of(sk) <= SMCR_SOCK_SETUP) {
-				sk->offer_call = round;
+			if (sk->walked[w->kind] != w->round && w->wanted(sk, w->round)) {
+				sk->walked[w->kind] = w->round;
 				batch[n++] = smcr_sock_get(sk);
 			}
 		pthread_mutex_unlock(&all_lock);
 		for (unsigned int i = 0; i < n; i++) {
-			offer_before_handover(batch[i]);
+			w->act(batch[i], w);
 			smcr_sock_put(batch[i], -1);
 		}
 	} while (n == 16);
 }
 
-static bool any_connection(const struct smcr_sock *sk, unsigned long round)
+static void offer_taken(struct smcr_sock *sk, const struct walk *w)
 {
-	(void)sk;
+	(void)w;
+	offer_before_handover(sk);
+}
+
+/* Offers every connection in its exchange for which wanted(sk, round) holds. */
+static void offer_wanted(unsigned long round, bool (*wanted)(const struct smcr_sock *sk,
+							     unsigned long round))
+{
+	walk_outside_lock(&(struct walk){ .kind = WALK_OFFER, .round = round, .wanted = wanted,
+					  .act = offer_taken });
+}
+
+static bool in_exchange(const struct smcr_sock *sk, unsigned long round)
+{
 	(void)round;
-	return true;
+	return phase_of(sk) <= SMCR_SOCK_SETUP;
 }
 
 static bool handed_this_round(const struct smcr_sock *sk, unsigned long round)
 {
-	return sk->handed_call == round;
+	return sk->handed_call == round && phase_of(sk) <= SMCR_SOCK_SETUP;
 }
 
 void smcr_sock_offer_all(void)
 {
-	offer_wanted(offer_round(), any_connection);
+	offer_wanted(walk_round(), in_exchange);
 }
 
 /*
@@ -986,7 +1007,7 @@ void smcr_sock_offer_all(void)
  */
 static void offer_handed(const int *fds, unsigned int n)
 {
-	unsigned long round = offer_round();
+	unsigned long round = walk_round();
 	struct smcr_sock *sk;
 
 	pthread_mutex_lock(&all_lock);
@@ -1494,38 +1515,54 @@ static int fd_naming(const struct smcr_sock *sk)
 	return -1;
 }
 
+/* The descriptor to act on sk by: the number it was known by may be closed, a dup not. */
+static int fd_of(const struct smcr_sock *sk)
+{
+	return sk->conn.sock >= 0 ? sk->conn.sock : fd_naming(sk);
+}
+
+static void settle_capped(struct smcr_sock *sk, const struct walk *w)
+{
+	int fd = fd_of(sk);
+
+	(void)w;
+	if (phase_of(sk) <= SMCR_SOCK_SETUP && fd >= 0)
+		settle(sk, fd, true, SMC_CLC_WAIT_MS, false);
+}
+
 void smcr_sock_confine(void)
 {
 	int saved_errno = errno;
 
 	__atomic_store_n(&confined, true, __ATOMIC_RELEASE);
-	pthread_mutex_lock(&all_lock);
-	for (struct smcr_sock *sk = all; sk; sk = sk->next) {
-		/* the number it was known by may be closed, a dup of it not (vsftpd's 0 and 1) */
-		int fd = sk->conn.sock >= 0 ? sk->conn.sock : fd_naming(sk);
-
-		if (phase_of(sk) <= SMCR_SOCK_SETUP && fd >= 0)
-			settle(sk, fd, true, SMC_CLC_WAIT_MS, false);
-	}
-	pthread_mutex_unlock(&all_lock);
+	walk_outside_lock(&(struct walk){ .kind = WALK_SANDBOX, .round = walk_round(),
+					  .wanted = in_exchange, .act = settle_capped });
 	errno = saved_errno;
+}
+
+static bool on_smc(const struct smcr_sock *sk, unsigned long round)
+{
+	(void)round;
+	return phase_of(sk) == SMCR_SOCK_SMC;
+}
+
+static void leave_walked(struct smcr_sock *sk, const struct walk *w)
+{
+	int fd = fd_of(sk);
+
+	if (fd < 0)
+		return;
+	smc_conn_lock(&sk->conn);
+	leave(sk, fd, w->reason);
+	smc_conn_unlock(&sk->conn);
 }
 
 void smcr_sock_leave_all(enum smcr_reason reason)
 {
 	int saved_errno = errno;
 
-	pthread_mutex_lock(&all_lock);
-	for (struct smcr_sock *sk = all; sk; sk = sk->next) {
-		int fd = sk->conn.sock >= 0 ? sk->conn.sock : fd_naming(sk);
-
-		if (phase_of(sk) != SMCR_SOCK_SMC || fd < 0)
-			continue;
-		smc_conn_lock(&sk->conn);
-		leave(sk, fd, reason);
-		smc_conn_unlock(&sk->conn);
-	}
-	pthread_mutex_unlock(&all_lock);
+	walk_outside_lock(&(struct walk){ .kind = WALK_SANDBOX, .round = walk_round(),
+					  .wanted = on_smc, .act = leave_walked, .reason = reason });
 	errno = saved_errno;
 }
 

@@ -1,0 +1,34 @@
+#!/bin/bash
+# sandbox_race.sh BUILD_DIR - a fork in one thread at the moment another
+# thread installs a seccomp filter, in a process with 64 connections on
+# $SMCR_TEST_TRANSPORT: libsmcr walks every connection in both calls (the
+# fork counts each held once more; the filter, which fails the waits, makes
+# each leave for TCP).  A fork takes the RDMA links' locks, then the list
+# of connections; the leaves took the list, then (to send their CDCs) a
+# link's lock: over RDMA the process hung for ever.  They now leave outside
+# the list's lock (over shm the test shows that nothing else changed).
+# The client is tests/progs/sandbox_race.c against a threaded echo server
+# (preloaded); the test checks that it lives, that every connection echoes
+# after the filter, and the path: 64 connections on the transport, each
+# left at both ends, with the client's reason CONFINED.
+. "$(dirname "$0")/lib.sh"
+PORT=24730
+CONNS=64
+start_smcrd "$PORT" 128
+
+start_bg server smcr "$PY" "$SRC/tests/integration/echo_server.py" "$TEST_ADDR" "$PORT"
+SERVER=$LAST_PID
+wait_listen "$PORT" "$SERVER" || finish
+left_before=$(transport_counter left)
+conns_before=$(transport_counter clients)
+run_mode smcr timeout 60 "$BIN/sandbox_race" "$TEST_ADDR" "$PORT" "$CONNS" \
+	> "$WORK/race.out" 2> "$WORK/race.err"
+expect_eq "client exit status (124: it hung)" "$?" 0
+cat "$WORK/race.out"
+expect_eq "echo after the filter" "$(tail -n 1 "$WORK/race.out")" "echo exact on $CONNS connections"
+expect_eq "connections on $TEST_TRANSPORT" "$(($(transport_counter clients) - conns_before))" "$CONNS"
+expect_eq "ends that left for TCP" "$(($(transport_counter left) - left_before))" $((2 * CONNS))
+expect_eq "the client's reason" \
+	"$(grep -c 'goes on over TCP from here: CONFINED' "$WORK/race.err")" "$CONNS"
+stop_bg "$SERVER"
+finish
