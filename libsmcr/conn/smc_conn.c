@@ -25,6 +25,7 @@
 #include "log.h"
 #include "real.h"
 #include "smc_conn.h"
+#include "smc_wake.h"
 
 bool smc_conn_urg_outstanding(struct smc_conn *conn)
 {
@@ -166,56 +167,6 @@ static bool cdc_apply(struct smc_conn *conn, const struct smc_cdc *cdc)
 }
 
 /*
- * CDCs applied in one fetch.  A transport keeps only the latest unread
- * CDC, so one or two come at a time; a peer that sends without pause must
- * not keep us here, holding the connection lock, for ever.  What is left
- * moved events(), so a caller about to wait comes back for it at once.
- */
-#define CDC_FETCH_MAX 16
-
-/* Rounds of waiting for a CDC that may lag behind the TCP end (ops->await_peer). */
-#define AWAIT_PEER_ROUNDS 16
-
-int smc_conn_cdc_fetch(struct smc_conn *conn)
-{
-	uint8_t msg[SMC_CDC_MSG_LEN];
-	bool applied = false;
-	int rc, err;
-
-	for (unsigned int n = 0; n < CDC_FETCH_MAX && !conn->st->err &&
-				 (rc = conn->ops->recv_cdc(conn, msg)) != 0; n++) {
-		struct smc_cdc cdc;
-
-		if (rc < 0 || smc_cdc_decode(msg, sizeof(msg), &cdc) || !cdc_apply(conn, &cdc)) {
-			smc_conn_abort_locked(conn);
-			break;
-		}
-		applied = true;
-	}
-	err = smc_conn_error(conn);
-	if (err)
-		return -err;
-	/* the peer may have asked for our cursor, or said it is blocked */
-	return applied ? smc_conn_consumer_update(conn, false) : 0;
-}
-
-int smc_conn_cdc_wait(struct smc_conn *conn, uint32_t since, uint64_t deadline)
-{
-	int timeout_ms = -1, rc;
-
-	if (deadline && (timeout_ms = smc_ms_until(deadline)) == 0)
-		return -EAGAIN;
-	smc_conn_unlock(conn);
-	rc = conn->ops->wait(conn, since, timeout_ms);
-	smc_conn_lock(conn);
-	if (rc == -ENOTCONN) {
-		smc_conn_peer_lost(conn);
-		rc = 0;
-	}
-	return rc == -ETIMEDOUT ? 0 : rc;
-}
-
-/*
  * Whether the peer wrote on the TCP stream, which on SMC only LEAVE does
  * (smc_leave.h): it left, whether or not its CDC could say so.
  */
@@ -229,12 +180,18 @@ static bool tcp_has_data(const struct smc_conn *conn)
 	return data;
 }
 
-void smc_conn_peer_lost(struct smc_conn *conn)
+/* Rounds of waiting for a CDC that may lag behind the TCP end (ops->await_peer). */
+#define AWAIT_PEER_ROUNDS 16
+
+/*
+ * Under the connection lock, the peer's CDCs taken: the TCP stream has news,
+ * and tells what became of the peer (smc_conn_peer_lost).
+ */
+static void stream_decides(struct smc_conn *conn)
 {
 	int err = 0;
 	socklen_t len = sizeof(err);
 
-	smc_conn_cdc_fetch(conn);
 	if ((conn->st->local_state | conn->st->peer_state) & SMC_CDC_PEER_LEAVING)
 		return;         /* the stream is the kernel's to end (smc_leave.h) */
 	if (tcp_has_data(conn)) {
@@ -267,4 +224,62 @@ void smc_conn_peer_lost(struct smc_conn *conn)
 		 conn->sock);
 	smc_conn_peer_says(conn, SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED);
 	conn->ops->wake(conn);
+}
+
+void smc_conn_peer_lost(struct smc_conn *conn)
+{
+	smc_conn_cdc_fetch(conn);
+	stream_decides(conn);
+}
+
+/*
+ * CDCs applied in one fetch.  A transport keeps only the latest unread
+ * CDC, so one or two come at a time; a peer that sends without pause must
+ * not keep us here, holding the connection lock, for ever.  What is left
+ * moved events(), so a caller about to wait comes back for it at once.
+ */
+#define CDC_FETCH_MAX 16
+
+int smc_conn_cdc_fetch(struct smc_conn *conn)
+{
+	uint8_t msg[SMC_CDC_MSG_LEN];
+	bool applied = false;
+	int rc, err;
+
+	for (unsigned int n = 0; n < CDC_FETCH_MAX && !conn->st->err &&
+				 (rc = conn->ops->recv_cdc(conn, msg)) != 0; n++) {
+		struct smc_cdc cdc;
+
+		if (rc == -ENOTCONN) {  /* the transport is gone here: the stream decides */
+			if (smc_tcp_news(conn))
+				stream_decides(conn);
+			break;
+		}
+		if (rc < 0 || smc_cdc_decode(msg, sizeof(msg), &cdc) || !cdc_apply(conn, &cdc)) {
+			smc_conn_abort_locked(conn);
+			break;
+		}
+		applied = true;
+	}
+	err = smc_conn_error(conn);
+	if (err)
+		return -err;
+	/* the peer may have asked for our cursor, or said it is blocked */
+	return applied ? smc_conn_consumer_update(conn, false) : 0;
+}
+
+int smc_conn_cdc_wait(struct smc_conn *conn, uint32_t since, uint64_t deadline)
+{
+	int timeout_ms = -1, rc;
+
+	if (deadline && (timeout_ms = smc_ms_until(deadline)) == 0)
+		return -EAGAIN;
+	smc_conn_unlock(conn);
+	rc = conn->ops->wait(conn, since, timeout_ms);
+	smc_conn_lock(conn);
+	if (rc == -ENOTCONN) {
+		smc_conn_peer_lost(conn);
+		rc = 0;
+	}
+	return rc == -ETIMEDOUT ? 0 : rc;
 }

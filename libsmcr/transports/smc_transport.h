@@ -173,8 +173,10 @@ struct smc_transport_ops {
 	/*
 	 * Fetches a CDC the peer sent after the last one fetched, in the
 	 * order sent, each once (a transport may skip to the latest, see
-	 * smc_shm.c): 1 and msg filled in, or 0 if there is none.  Never
-	 * blocks.
+	 * smc_shm.c): 1 and msg filled in, or 0 if there is none; -ENOTCONN
+	 * if none can come any more in this process (an RDMA link down, the
+	 * peer not done): the TCP stream decides, as after wait's -ENOTCONN,
+	 * since the peer may go on over it (conn/smc_leave.h).  Never blocks.
 	 */
 	int (*recv_cdc)(struct smc_conn *conn, uint8_t msg[SMC_CDC_MSG_LEN]);
 
