@@ -46,12 +46,15 @@ int smc_conn_cdc_send(struct smc_conn *conn)
 	};
 	int rc;
 
+	if (conn->cut)
+		return -ENOTCONN;
 	if (conn->st->write_blocked)
 		cdc.prod_flags |= SMC_CDC_WRITE_BLOCKED;
 	if (smc_conn_urg_outstanding(conn))
 		cdc.prod_flags |= SMC_CDC_URG_DATA_PENDING | SMC_CDC_URG_DATA_PRESENT;
 	smc_cdc_encode(&cdc, msg);
 	rc = conn->ops->send_cdc(conn, msg);
+	conn->cut |= rc == -ENOTCONN;
 	if (rc == 0) {
 		conn->st->tx_sent = conn->st->tx_prep;
 		conn->st->rx_confirmed = conn->st->rx_cons;
@@ -85,6 +88,8 @@ int smc_conn_close_state(struct smc_conn *conn, uint8_t flags)
 	if (!rc && (conn->st->local_state & flags) != flags) {
 		conn->st->local_state |= flags;
 		rc = smc_conn_cdc_send(conn);
+		if (rc == -ENOTCONN)
+			rc = 0;         /* the flags go with the stream (smc_leave.h) */
 	}
 	smc_conn_unlock(conn);
 	conn->ops->wake(conn);
@@ -251,6 +256,7 @@ int smc_conn_cdc_fetch(struct smc_conn *conn)
 		struct smc_cdc cdc;
 
 		if (rc == -ENOTCONN) {  /* the transport is gone here: the stream decides */
+			conn->cut = true;
 			if (smc_tcp_news(conn))
 				stream_decides(conn);
 			break;

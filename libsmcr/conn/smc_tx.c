@@ -53,10 +53,10 @@ static bool tx_first_after_close(struct smc_conn *conn, size_t len)
 	return true;
 }
 
-/* Bytes we may write into the peer's RMB now. */
+/* Bytes we may write into the peer's RMB now: none while the stream decides. */
 static uint32_t tx_room(struct smc_conn *conn)
 {
-	if (smc_conn_urg_outstanding(conn))
+	if (conn->cut || smc_conn_urg_outstanding(conn))
 		return 0;
 	return smc_ring_writable(conn->peer_rmb_size, conn->st->tx_fin, conn->st->tx_prep);
 }
@@ -79,6 +79,7 @@ static int tx_write(struct smc_conn *conn, struct smc_iov_iter *it, uint32_t n)
 				smc_conn_abort_locked(conn);
 				return -ECONNRESET;
 			}
+			conn->cut |= rc == -ENOTCONN;
 			if (rc)
 				return rc;
 			off += len;
@@ -87,6 +88,18 @@ static int tx_write(struct smc_conn *conn, struct smc_iov_iter *it, uint32_t n)
 	}
 	conn->st->tx_prep = smc_cursor_add(conn->st->tx_prep, conn->peer_rmb_size, n);
 	return 0;
+}
+
+/*
+ * The transport cannot reach the peer from this process any more (an RDMA
+ * link down: the peer's image may have exec'd): its next holder leaves
+ * over the stream, where our bytes then go, or the stream ends.  Until
+ * then a send waits, as one whose socket buffer is full.
+ */
+static int tx_await_stream(struct smc_conn *conn, uint32_t since, uint64_t deadline,
+			   bool nonblock)
+{
+	return nonblock ? -EAGAIN : smc_conn_cdc_wait(conn, since, deadline);
 }
 
 ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, int flags,
@@ -113,6 +126,12 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 			conn->st->tx_epipe_told = true;
 		if (rc || sent == total)
 			break;
+		if (conn->cut) {        /* what went is told; the rest waits for the stream */
+			if (sent || (rc = tx_await_stream(conn, since, deadline, nonblock)))
+				break;
+			it = smc_iov_iter(iov, iovcnt);         /* nothing of it went */
+			continue;
+		}
 		room = tx_room(conn);
 		pending = total - sent > UINT32_MAX ? UINT32_MAX : (uint32_t)(total - sent);
 		n = smc_cdc_to_send(pending, room);
@@ -120,6 +139,8 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 		conn->traffic.peer_rmb_full += conn->st->write_blocked && !was_blocked;
 		if (n) {
 			rc = tx_write(conn, &it, n);
+			if (rc == -ENOTCONN)
+				continue;       /* cut: looked at above */
 			if (rc)
 				break;
 			sent += n;
@@ -129,6 +150,8 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 		/* more to come: the reader must see this part, and that we wait */
 		if (n || conn->st->write_blocked != was_blocked) {
 			rc = smc_conn_cdc_send(conn);
+			if (rc == -ENOTCONN)
+				continue;       /* cut: looked at above */
 			if (rc)
 				break;
 		}
@@ -145,7 +168,7 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 		conn->st->tx_urg_outstanding = true;
 	}
 	/* the last piece; MSG_MORE holds it back unless the reader must see it now */
-	if (!smc_cursor_equal(conn->st->tx_sent, conn->st->tx_prep) &&
+	if (!conn->cut && !smc_cursor_equal(conn->st->tx_sent, conn->st->tx_prep) &&
 	    (!(flags & MSG_MORE) || (flags & MSG_OOB) || conn->st->write_blocked)) {
 		int cdc_rc = smc_conn_cdc_send(conn);
 

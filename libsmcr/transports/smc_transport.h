@@ -167,7 +167,11 @@ struct smc_transport_ops {
 	 */
 	int (*read_back)(struct smc_conn *conn, uint32_t off, void *dst, uint32_t len);
 
-	/* Delivers a CDC (smc_cdc_encode) to the peer, after the data it announces. */
+	/*
+	 * Delivers a CDC (smc_cdc_encode) to the peer, after the data it
+	 * announces.  write and send_cdc fail with -ENOTCONN when they cannot
+	 * reach the peer from this process any more (recv_cdc's -ENOTCONN).
+	 */
 	int (*send_cdc)(struct smc_conn *conn, const uint8_t msg[SMC_CDC_MSG_LEN]);
 
 	/*
@@ -348,6 +352,9 @@ struct smc_conn {
 	struct smc_peek *peek;		/* what a peek copied out of our RMB (conn/smc_rx_peek.h):
 					   one allocation, or NULL */
 	_Atomic bool lock_forced;	/* st's lock was taken by force: reset here (smc_conn_lock) */
+	bool cut;			/* the transport said -ENOTCONN: it cannot reach the peer
+					   from this process any more, and the TCP stream
+					   decides (smc_conn_peer_lost) */
 	/* Statistics: published to this process's record of it (conn_table.h), under lock. */
 	uint32_t record;		/* the record's id; 0: none */
 	struct smc_traffic traffic;	/* what this process moved */

@@ -12,7 +12,6 @@
 # is the connection too).
 . "$(dirname "$0")/lib.sh"
 PORT=19460
-command -v xinetd > /dev/null || { fail "xinetd is not installed (tools/install-deps.sh --test)"; finish; }
 start_smcrd "$PORT" 64
 
 mkdir "$WORK/files"
@@ -23,26 +22,8 @@ cat > "$WORK/serve.sh" <<'EOS'
 IFS= read -r name
 exec cat "$1/$name"
 EOS
-cat > "$WORK/xinetd.conf" <<EOC
-service smcr-files
-{
-	type = UNLISTED
-	port = $PORT
-	bind = $TEST_ADDR
-	socket_type = stream
-	protocol = tcp
-	wait = no
-	user = root
-	server = /bin/sh
-	server_args = $WORK/serve.sh $WORK/files
-	passenv = LD_PRELOAD SMCR_RUNDIR SMCR_LOG ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS
-	instances = 50
-	cps = 1000 1
-}
-EOC
-start_bg xinetd smcr xinetd -dontfork -f "$WORK/xinetd.conf" -pidfile "$WORK/xinetd.pid"
+start_xinetd "$PORT" "$WORK/serve.sh" "$WORK/files"
 server=$LAST_PID
-wait_listen "$PORT" "$server" || finish
 
 names=(tiny mid big)
 pids=()

@@ -320,6 +320,37 @@ wait_listen() {
 	echo "FAIL: nothing listens on port $1"; FAILED=1; return 1
 }
 
+# start_xinetd PORT ARGS...: xinetd, preloaded, serving PORT on
+# $TEST_ADDR by running /bin/sh ARGS as root with the connection as its
+# descriptors 0, 1 and 2 (a new process and image per connection, as
+# inetd does); LAST_PID is xinetd's, once it listens.  Finishes the test if
+# xinetd is missing or does not listen.
+start_xinetd() {
+	local port=$1
+	shift
+	command -v xinetd > /dev/null ||
+		{ fail "xinetd is not installed (tools/install-deps.sh --test)"; finish; }
+	cat > "$WORK/xinetd.conf" <<EOC
+service smcr-test
+{
+	type = UNLISTED
+	port = $port
+	bind = $TEST_ADDR
+	socket_type = stream
+	protocol = tcp
+	wait = no
+	user = root
+	server = /bin/sh
+	server_args = $*
+	passenv = LD_PRELOAD SMCR_RUNDIR SMCR_LOG ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS
+	instances = 50
+	cps = 1000 1
+}
+EOC
+	start_bg xinetd smcr xinetd -dontfork -f "$WORK/xinetd.conf" -pidfile "$WORK/xinetd.pid"
+	wait_listen "$port" "$LAST_PID" || finish
+}
+
 # socat_transfer NAME PORT [LISTEN_OPTS [CONNECT_OPTS]]: a preloaded socat
 # listening on PORT (its address options after LISTEN_OPTS' comma) takes
 # $WORK/data from a preloaded socat client (CONNECT_OPTS) into $WORK/got;

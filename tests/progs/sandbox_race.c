@@ -14,8 +14,8 @@
  * select and pselect6 with EPERM and allows everything else, stops the
  * forks, then echoes one more byte on each connection.  Prints
  * "forks: N" and "echo exact on CONNS connections" and exits 0, or says
- * what failed.  A deadlock between the two walks hangs it: the test's
- * timeout catches that.
+ * what failed.  A deadlock between the two walks would hang it (the
+ * test's timeout), but its window is too narrow to hit at will.
  */
 #include <linux/audit.h>
 #include <linux/filter.h>

@@ -353,7 +353,7 @@ static int rdma_write(struct smc_conn *conn, uint32_t off, const void *src, uint
 	if (!smc_conn_peer_range(conn, off, len))
 		return -EINVAL;
 	if (atomic_load(&rc->down))
-		return -ECONNRESET;
+		return -ENOTCONN;
 	if (len == 0)
 		return 0;
 	if (rc->npending == SMC_RDMA_POST_MAX && (err = flush(rc, NULL, 0)))
@@ -401,7 +401,7 @@ static int rdma_send_cdc(struct smc_conn *conn, const uint8_t msg[SMC_CDC_MSG_LE
 	int err;
 
 	if (atomic_load(&rc->down))
-		return -ECONNRESET;
+		return -ENOTCONN;
 	if (smc_cdc_decode(msg, SMC_CDC_MSG_LEN, &cdc))
 		return -EINVAL;
 	/*
