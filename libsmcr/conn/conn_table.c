@@ -197,7 +197,8 @@ static void publish(const struct smc_conn *conn)
 	struct smcr_conn_record *r = record(conn->record);
 	const struct smc_traffic *tr = &conn->traffic;
 
-	if (!r)
+	/* one that left SMC counts its TCP bytes itself (smcr_conn_table_smc_left) */
+	if (!r || atomic_load_explicit(&r->mode, RELAXED) == SMCR_CONN_TCP)
 		return;
 	atomic_store_explicit(&r->cursor[SMCR_CURSOR_RX_PROD], packed(conn->st->rx_prod), RELAXED);
 	atomic_store_explicit(&r->cursor[SMCR_CURSOR_RX_CONS], packed(conn->st->rx_cons), RELAXED);
@@ -253,15 +254,19 @@ void smcr_conn_table_moved(struct smc_conn *conn, size_t in, size_t out)
 
 void smcr_conn_table_smc_left(struct smc_conn *conn, enum smcr_reason reason, uint32_t peer_reason)
 {
+	const unsigned int t = conn->ops->id;
 	struct smcr_conn_record *r = record(conn->record);
 
-	smcr_stat_add(transport[conn->ops->id].left, 1);
+	smcr_stat_add(transport[t].left, 1);
+	smcr_stat_add(transport[t].closed, 1);
+	fold(SMCR_CONN_SMC, t, &conn->traffic);
+	conn->traffic = (struct smc_traffic){ 0 };
 	if (r) {
+		publish(conn);  /* the cursors where it left */
 		atomic_store_explicit(&r->reason, reason, RELAXED);
 		atomic_store_explicit(&r->peer_reason, peer_reason, RELAXED);
-		publish(conn);
+		atomic_store_explicit(&r->mode, SMCR_CONN_TCP, memory_order_release);
 	}
-	smcr_conn_table_smc_closed(conn);
 }
 
 void smcr_conn_table_smc_closed(struct smc_conn *conn)

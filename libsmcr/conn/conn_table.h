@@ -62,12 +62,26 @@ void smcr_conn_table_moved(struct smc_conn *conn, size_t in, size_t out);
 /*
  * conn went on over TCP (conn/smc_leave.h): counted left and closed, for
  * reason (ours: why we left, or PEERLEFT) and peer_reason (the code the
- * peer gave, or 0), both in its record.
+ * peer gave, or 0), both in its record.  What it moved so far goes into
+ * its transport's counters; from here its record is a TCP connection's,
+ * which counts what goes over the kernel's socket.
  */
 void smcr_conn_table_smc_left(struct smc_conn *conn, enum smcr_reason reason, uint32_t peer_reason);
 
 /* conn is over: counted closed (and its traffic, if it had no record). */
 void smcr_conn_table_smc_closed(struct smc_conn *conn);
+
+/* n bytes received (in) or sent over TCP in one call, counted for no connection's record. */
+static inline void smcr_conn_table_tcp_unrecorded(bool in, size_t n)
+{
+	if (in) {
+		smcr_stat_add(tcp_bytes_in, n);
+		smcr_stat_add(tcp_recvs, 1);
+	} else {
+		smcr_stat_add(tcp_bytes_out, n);
+		smcr_stat_add(tcp_sends, 1);
+	}
+}
 
 /* n bytes received (in) or sent through the TCP socket fd, in one call. */
 static inline void smcr_conn_table_tcp(int fd, bool in, size_t n)
@@ -80,12 +94,8 @@ static inline void smcr_conn_table_tcp(int fd, bool in, size_t n)
 		atomic_fetch_add_explicit(in ? &r->bytes_in : &r->bytes_out, n,
 					  memory_order_relaxed);
 		atomic_fetch_add_explicit(in ? &r->recvs : &r->sends, 1, memory_order_relaxed);
-	} else if (in) {        /* a socket with no record: straight into the counters */
-		smcr_stat_add(tcp_bytes_in, n);
-		smcr_stat_add(tcp_recvs, 1);
-	} else {
-		smcr_stat_add(tcp_bytes_out, n);
-		smcr_stat_add(tcp_sends, 1);
+	} else {                /* a socket with no record: straight into the counters */
+		smcr_conn_table_tcp_unrecorded(in, n);
 	}
 }
 

@@ -21,6 +21,7 @@
 #include <netinet/tcp.h>
 #include <unistd.h>
 
+#include "conn_table.h"
 #include "log.h"
 #include "real.h"
 #include "smc_conn.h"
@@ -93,16 +94,23 @@ static ssize_t result(ssize_t n)
 static ssize_t kernel_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt, int flags)
 {
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+	ssize_t n;
 
 	smcr_sock_phase(sk);    /* the peer's leaving ends here, in its phase */
-	return REAL(recvmsg)(sk->conn.sock, &mh, flags);
+	n = REAL(recvmsg)(sk->conn.sock, &mh, flags);
+	if (n > 0 && !(flags & MSG_PEEK))
+		smcr_conn_table_tcp_unrecorded(true, (size_t)n);
+	return n;
 }
 
 static ssize_t kernel_send(struct smcr_sock *sk, const struct iovec *iov, int iovcnt, int flags)
 {
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+	ssize_t n = REAL(sendmsg)(sk->conn.sock, &mh, flags);
 
-	return REAL(sendmsg)(sk->conn.sock, &mh, flags);
+	if (n > 0)
+		smcr_conn_table_tcp_unrecorded(false, (size_t)n);
+	return n;
 }
 
 ssize_t smcr_sock_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt, int flags)

@@ -15,7 +15,8 @@
 # wait in the server's buffer when it leaves, and the server reads them
 # there before the stream.  Each run checks the bytes, that the client
 # lived, and the path: one connection on the transport, left at both ends
-# (LEFT), with the client's reason CONFINED and the server's PEERLEFT.
+# (LEFT), with the client's reason CONFINED and the server's PEERLEFT, and
+# the bytes after the leave counted as TCP's.
 . "$(dirname "$0")/lib.sh"
 PORT=24700
 BYTES=196608
@@ -56,10 +57,11 @@ PYEOF
 # run NAME SERVER...: the probe against SERVER (preloaded, on PORT); the
 # file $WORK/NAME.go appears once the probe is confined.
 run() {
-	local name=$1 left_before conns_before
+	local name=$1 left_before conns_before tcp_before
 	shift
 	left_before=$(transport_counter left)
 	conns_before=$(transport_counter clients)
+	tcp_before=$(stats_counter tcp_bytes_in)
 	start_bg "$name" smcr "$@"
 	SERVER=$LAST_PID
 	wait_listen "$PORT" "$SERVER"
@@ -77,6 +79,9 @@ run() {
 	expect_eq "$name: connections on $TEST_TRANSPORT" \
 		"$(($(transport_counter clients) - conns_before))" 1
 	expect_eq "$name: ends that left for TCP" "$(($(transport_counter left) - left_before))" 2
+	# the client's second BYTES, at least, went over TCP, and are counted so
+	expect_at_least "$name: bytes received over TCP" \
+		"$(($(stats_counter tcp_bytes_in) - tcp_before))" "$BYTES"
 	expect_eq "$name: the client's reason" \
 		"$(grep -c 'goes on over TCP from here: CONFINED' "$WORK/$name-probe.err")" 1
 	expect_eq "$name: the server's reason" \
