@@ -25,6 +25,7 @@
 #include "log.h"
 #include "real.h"
 #include "smc_conn.h"
+#include "smc_leave.h"
 #include "smc_wake.h"
 
 bool smc_conn_urg_outstanding(struct smc_conn *conn)
@@ -274,12 +275,31 @@ int smc_conn_cdc_fetch(struct smc_conn *conn)
 	return applied ? smc_conn_consumer_update(conn, false) : 0;
 }
 
+/*
+ * The peer left and the rest of its LEAVE is all that can come: a wait on
+ * the stream alone, in slices (smc_leave.c raised its SO_RCVLOWAT, so it
+ * wakes once all of LEAVE is there, or the stream ends).
+ */
+static int await_leave(struct smc_conn *conn, uint64_t deadline)
+{
+	uint64_t slice = smc_deadline_after(SMC_LIVENESS_MS);
+	int rc;
+
+	smc_conn_unlock(conn);
+	rc = smcr_sys_wait_fd(conn->sock, POLLIN | POLLRDHUP,
+			      deadline && deadline < slice ? deadline : slice);
+	smc_conn_lock(conn);
+	return rc == -ETIMEDOUT ? 0 : rc;
+}
+
 int smc_conn_cdc_wait(struct smc_conn *conn, uint32_t since, uint64_t deadline)
 {
 	int timeout_ms = -1, rc;
 
 	if (deadline && (timeout_ms = smc_ms_until(deadline)) == 0)
 		return -EAGAIN;
+	if (smc_leave_pending(conn))
+		return await_leave(conn, deadline);
 	smc_conn_unlock(conn);
 	rc = conn->ops->wait(conn, since, timeout_ms);
 	smc_conn_lock(conn);

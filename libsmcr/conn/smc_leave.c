@@ -43,27 +43,56 @@
 /* Bytes of the peer's RMB read back per write on the stream. */
 #define RESEND_CHUNK 16384
 
-/* Exactly len bytes from the stream fd by deadline: 0, or a negative errno. */
-static int tcp_read_exact(int fd, uint8_t *buf, size_t len, uint64_t deadline)
+/*
+ * The socket's SO_RCVLOWAT while a part of LEAVE has come: poll and the
+ * waits see the stream readable only once the whole of it is there, so
+ * that a peer that sends a part and stops makes nobody spin (smc_tcp_news
+ * polls for POLLIN).  The application's own value comes back once LEAVE
+ * is read.
+ */
+static void lowat_raise(struct smc_conn *conn)
 {
-	while (len > 0) {
-		ssize_t n = REAL(recv)(fd, buf, len, MSG_DONTWAIT);
-		int rc;
+	int lowat = 1, want = SMC_LEAVE_MSG_LEN;
+	socklen_t len = sizeof(lowat);
 
-		if (n > 0) {
-			buf += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n == 0)
-			return -ECONNRESET;     /* the stream ended inside LEAVE */
-		if (errno != EAGAIN && errno != EINTR)
-			return -errno;
-		rc = smcr_sys_wait_fd(fd, POLLIN, deadline);
-		if (rc)
-			return rc;
+	if (conn->st->leave_lowat ||
+	    REAL(getsockopt)(conn->sock, SOL_SOCKET, SO_RCVLOWAT, &lowat, &len) ||
+	    REAL(setsockopt)(conn->sock, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof(want)))
+		return;
+	conn->st->leave_lowat = lowat > 0 ? lowat : 1;
+}
+
+static void lowat_restore(struct smc_conn *conn)
+{
+	int lowat = conn->st->leave_lowat;
+
+	if (lowat > 0)
+		REAL(setsockopt)(conn->sock, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat));
+	conn->st->leave_lowat = 0;
+}
+
+/*
+ * LEAVE from the stream, once all of it is there: 0; -EAGAIN while only a
+ * part is (a peer that stops there holds nobody's lock: it is a TCP peer
+ * that stopped sending); -ECONNRESET if the stream ended inside it.
+ * Never waits.
+ */
+static int leave_read(struct smc_conn *conn, uint8_t msg[SMC_LEAVE_MSG_LEN])
+{
+	struct pollfd p = { .fd = conn->sock, .events = POLLRDHUP };
+	ssize_t n = REAL(recv)(conn->sock, msg, SMC_LEAVE_MSG_LEN, MSG_PEEK | MSG_DONTWAIT);
+
+	if (n == SMC_LEAVE_MSG_LEN) {
+		lowat_restore(conn);
+		n = REAL(recv)(conn->sock, msg, SMC_LEAVE_MSG_LEN, MSG_DONTWAIT);
+		return n == SMC_LEAVE_MSG_LEN ? 0 : n < 0 ? -errno : -EIO;
 	}
-	return 0;
+	if (n < 0 && errno != EAGAIN && errno != EINTR)
+		return -errno;
+	if (n == 0 || (smcr_sys_poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))))
+		return -ECONNRESET;     /* the stream ended inside LEAVE */
+	lowat_raise(conn);
+	return -EAGAIN;
 }
 
 int smc_leave_send(struct smc_conn *conn, uint32_t reason, bool whole)
@@ -147,14 +176,17 @@ static int resend(struct smc_conn *conn, struct smc_cursor from, uint64_t deadli
 	return 0;
 }
 
-/* Reads LEAVE from the stream and writes what it asks for. */
+/* Reads LEAVE from the stream and writes what it asks for (-EAGAIN: not all of it came yet). */
 static int answer(struct smc_conn *conn)
 {
 	uint64_t deadline = smc_deadline_after(LEAVE_WAIT_MS);
 	uint8_t msg[SMC_LEAVE_MSG_LEN];
 	struct smc_leave leave;
-	int rc = tcp_read_exact(conn->sock, msg, sizeof(msg), deadline);
+	int rc = leave_read(conn, msg);
 
+	if (rc == -EAGAIN)
+		return rc;
+	conn->st->leave_taken = true;   /* once: a failure fails the connection */
 	if (!rc)
 		rc = smc_leave_decode(msg, sizeof(msg), &leave);
 	if (!rc)
@@ -183,9 +215,8 @@ int smc_leave_answer(struct smc_conn *conn)
 	if (!(conn->st->peer_state & SMC_CDC_PEER_LEAVING) || conn->st->leave_taken ||
 	    (conn->st->local_state & SMC_CDC_PEER_LEAVING))
 		return 0;
-	conn->st->leave_taken = true;   /* once: a failure fails the connection */
 	rc = answer(conn);
-	if (!rc)
+	if (!rc || rc == -EAGAIN)
 		return 0;
 	smcr_log(SMCR_LOG_WARN, "fd %d: cannot carry the connection on TCP after the peer left: "
 		 "%s: connection reset", conn->sock, strerror(-rc));

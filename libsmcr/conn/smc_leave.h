@@ -32,7 +32,8 @@ int smc_leave_send(struct smc_conn *conn, uint32_t reason, bool whole);
 
 /*
  * Under the connection lock, after a CDC fetch: if the peer left and its
- * LEAVE is not answered yet, answers it.  0, or a negative errno with the
+ * LEAVE is not answered yet, answers it, once all of LEAVE has come
+ * (smc_leave_pending until then).  0, or a negative errno with the
  * connection failed: a LEAVE that does not match the CDCs, or that could
  * not be answered in time.
  */
@@ -41,17 +42,29 @@ int smc_leave_answer(struct smc_conn *conn);
 /* smc_conn_cdc_fetch(), then smc_leave_answer(). */
 int smc_leave_fetch(struct smc_conn *conn);
 
+/*
+ * Under the connection lock: the peer left, and not all of its LEAVE has
+ * come yet: sends wait, and waits watch the stream (smc_conn_cdc_wait).
+ */
+static inline bool smc_leave_pending(const struct smc_conn *conn)
+{
+	return (conn->st->peer_state & SMC_CDC_PEER_LEAVING) && !conn->st->leave_taken &&
+	       !(conn->st->local_state & SMC_CDC_PEER_LEAVING);
+}
+
 /* Under the connection lock: the data calls of this end belong to the kernel's socket now. */
 static inline bool smc_leave_tx_gone(const struct smc_conn *conn)
 {
-	return (conn->st->local_state | conn->st->peer_state) & SMC_CDC_PEER_LEAVING;
+	return (conn->st->local_state & SMC_CDC_PEER_LEAVING) ||
+	       ((conn->st->peer_state & SMC_CDC_PEER_LEAVING) && conn->st->leave_taken);
 }
 
 /* ... and its reads too, once nothing of the peer's is left in its RMB (readable bytes). */
 static inline bool smc_leave_rx_gone(const struct smc_conn *conn, uint32_t readable)
 {
 	return (conn->st->local_state & SMC_CDC_PEER_LEAVING) ||
-	       ((conn->st->peer_state & SMC_CDC_PEER_LEAVING) && readable == 0);
+	       ((conn->st->peer_state & SMC_CDC_PEER_LEAVING) && conn->st->leave_taken &&
+		readable == 0);
 }
 
 #endif

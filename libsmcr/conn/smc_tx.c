@@ -56,7 +56,7 @@ static bool tx_first_after_close(struct smc_conn *conn, size_t len)
 /* Bytes we may write into the peer's RMB now: none while the stream decides. */
 static uint32_t tx_room(struct smc_conn *conn)
 {
-	if (conn->cut || smc_conn_urg_outstanding(conn))
+	if (conn->cut || smc_leave_pending(conn) || smc_conn_urg_outstanding(conn))
 		return 0;
 	return smc_ring_writable(conn->peer_rmb_size, conn->st->tx_fin, conn->st->tx_prep);
 }
@@ -93,8 +93,9 @@ static int tx_write(struct smc_conn *conn, struct smc_iov_iter *it, uint32_t n)
 /*
  * The transport cannot reach the peer from this process any more (an RDMA
  * link down: the peer's image may have exec'd): its next holder leaves
- * over the stream, where our bytes then go, or the stream ends.  Until
- * then a send waits, as one whose socket buffer is full.
+ * over the stream, where our bytes then go, or the stream ends.  Or the
+ * peer left, and the rest of its LEAVE has not come.  Until then a send
+ * waits, as one whose socket buffer is full.
  */
 static int tx_await_stream(struct smc_conn *conn, uint32_t since, uint64_t deadline,
 			   bool nonblock)
@@ -126,7 +127,7 @@ ssize_t smc_tx_send(struct smc_conn *conn, const struct iovec *iov, int iovcnt, 
 			conn->st->tx_epipe_told = true;
 		if (rc || sent == total)
 			break;
-		if (conn->cut) {        /* what went is told; the rest waits for the stream */
+		if (conn->cut || smc_leave_pending(conn)) {     /* the rest waits for the stream */
 			if (sent || (rc = tx_await_stream(conn, since, deadline, nonblock)))
 				break;
 			it = smc_iov_iter(iov, iovcnt);         /* nothing of it went */

@@ -332,6 +332,8 @@ struct smc_conn_state {
 	uint8_t peer_state;		/* what the peer told us */
 	smc_flag leave_taken;		/* the peer's LEAVE was read and answered (conn/smc_leave.h) */
 	uint32_t leave_reason;		/* the reason code it gave */
+	int leave_lowat;		/* the socket's SO_RCVLOWAT before a part of LEAVE
+					   raised it (smc_leave.c); 0: not raised */
 	int err;			/* 0, or the errno every call fails with from now on */
 };
 
