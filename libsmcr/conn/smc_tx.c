@@ -43,13 +43,16 @@ static int tx_error(const struct smc_conn *conn)
  * As TCP: the first send after the peer closed goes (TCP sends it, and the
  * peer's reset answers it: its bytes are lost), the next ones fail with
  * EPIPE.  True if a send of len bytes is that first one, or the one that
- * was under way when the peer closed.
+ * was under way when the peer closed.  The connection hangs up then
+ * (POLLHUP) with nothing from the peer: a local change, told as one
+ * (wake, which a poller that sleeps, or an epoll member gone quiet, hears).
  */
 static bool tx_first_after_close(struct smc_conn *conn, size_t len)
 {
 	if (!len || conn->st->tx_after_close || !(conn->st->peer_state & SMC_CDC_PEER_CONN_CLOSED))
 		return false;
 	conn->st->tx_after_close = true;
+	conn->ops->wake(conn);
 	return true;
 }
 

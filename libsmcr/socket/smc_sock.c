@@ -393,6 +393,9 @@ void smcr_sock_setsockopt(struct smcr_sock *sk, int level, int name, const void 
 		sk->sh->linger_abort = ((const struct linger *)value)->l_onoff &&
 				   !((const struct linger *)value)->l_linger;
 	smc_conn_unlock(&sk->conn);
+	/* the urgent byte counts as readable now, or no longer: epoll looks again */
+	if (level == SOL_SOCKET && name == SO_OOBINLINE && smcr_sock_phase(sk) == SMCR_SOCK_SMC)
+		sk->conn.ops->wake(&sk->conn);
 	if (level == IPPROTO_TCP && name == TCP_CORK) {
 		sk->sh->corked = on;
 		if (!on && smcr_sock_phase(sk) == SMCR_SOCK_SMC) {

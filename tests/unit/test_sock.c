@@ -729,6 +729,28 @@ static void close_reads_as_eof_then_one_send_goes_then_epipe(void **state)
 	assert_int_equal(so_error(p->sk[1]), 0);
 }
 
+/*
+ * What this process does that adds readiness, with nothing from the peer,
+ * moves events() (wake()), as an epoll member gone quiet needs
+ * (shim/epoll.c): SO_OOBINLINE, which may make the urgent byte readable,
+ * and the first send after the peer's close, which hangs up.
+ */
+static void local_readiness_changes_move_events(void **state)
+{
+	struct pair *p = *state;
+	uint32_t since = smcr_sock_events(p->sk[1]);
+
+	set_int(p->sk[1], SOL_SOCKET, SO_OOBINLINE, 1);
+	assert_int_not_equal(smcr_sock_events(p->sk[1]), since);
+	close_end(p, 0);
+	expect_eof(p->sk[1]);
+	since = smcr_sock_events(p->sk[1]);
+	assert_int_equal(smcr_sock_poll(p->sk[1]) & POLLHUP, 0);
+	assert_int_equal(send_str(p->sk[1], "lost", 0), 4);
+	assert_int_equal(smcr_sock_poll(p->sk[1]) & POLLHUP, POLLHUP);
+	assert_int_not_equal(smcr_sock_events(p->sk[1]), since);
+}
+
 static void epipe_after_close_is_reported_once_by_so_error(void **state)
 {
 	struct pair *p = *state;
@@ -1112,6 +1134,7 @@ int main(void)
 		PAIR_TEST(shut_rd_reads_what_is_there_then_eof_and_still_sends),
 		PAIR_TEST(shutdown_refuses_an_unknown_how),
 		PAIR_TEST(close_reads_as_eof_then_one_send_goes_then_epipe),
+		PAIR_TEST(local_readiness_changes_move_events),
 		PAIR_TEST(epipe_after_close_is_reported_once_by_so_error),
 		PAIR_TEST(epipe_raises_sigpipe_unless_msg_nosignal),
 		PAIR_TEST(close_with_unread_data_resets_the_peer),
