@@ -33,7 +33,7 @@
  * reports each SMC member that is ready (level-triggered, with the
  * application's data; EPOLLONESHOT is kept here: reported once until
  * re-armed with EPOLL_CTL_MOD), and only when nothing is ready spins a
- * while, arms every SMC member and sleeps in the kernel.  An edge-triggered
+ * while, arms every (hot, below) SMC member and sleeps in the kernel.  An edge-triggered
  * (EPOLLET) member is looked at again only when its connection's events()
  * number moved since it was last looked at (a CDC came, or a local change):
  * like the kernel's wake-up callback, an edge may repeat what is already
@@ -43,6 +43,47 @@
  *
  * Each instance has its own lock, held while it is looked at and never
  * while sleeping.  The list of instances has another, taken first.
+ *
+ * Large sets.  Looking at every member at every epoll_wait costs the
+ * call in proportion to the members, idle or not (a server's thousands
+ * of connections).  So the members are hot or quiet: collect, spin and
+ * arm go over the hot ones only, the first ep->hot of ep->members, and
+ * the kernel's events find theirs by descriptor (by_fd).  In a set of
+ * more than SMALL_SET members, an SMC member looked at QUIET_AFTER times
+ * in a row with nothing to report goes quiet: armed (smcr_sock_arm) with
+ * the events() number taken before its last look, so news since then
+ * fails the arm and it stays hot; a disabled one (EPOLLONESHOT told, or
+ * deleted) is not armed, and only EPOLL_CTL_MOD or ADD bring it back.  A
+ * quiet member is where a member of a sleeping epoll_wait is: armed after
+ * a look that found nothing to report.  Whatever would wake that sleeper
+ * makes it hot again, and nothing else can give it anything to report:
+ *   - the peer's news (a CDC: data, room, its close) writes the armed
+ *     wake descriptor: its event (TAG_WAKE);
+ *   - the peer gone, or leaving for TCP (LEAVE on the stream): the TCP
+ *     socket's event (TAG_SOCK);
+ *   - a change of this process's own (shutdown, an abort, leaving for
+ *     TCP, the first send after the peer closed, SO_OOBINLINE): the
+ *     transport's wake(), which writes the wake descriptor armed or not;
+ *     what this process's reads and writes otherwise change only takes
+ *     readiness away (data read, the peer's RMB filled), and a quiet
+ *     member has none to lose (one exception: a connection lock taken
+ *     by force from a stuck holder fails the connection unannounced, and
+ *     the call that took it returns the error);
+ *   - the application's epoll_ctl (ADD after DEL, MOD, which re-arms
+ *     EPOLLONESHOT), a phase change the socket layer tells
+ *     (smcr_readiness_changed), and a fork (a child's RDMA connections
+ *     are lost to it: every member is looked at anew).
+ * A quiet member's regime can change only through one of these, and
+ * every member made hot is synced before it is looked at.  Only the SMC
+ * regime goes quiet: the others' readiness comes without the wake
+ * descriptor (a Proposal's deadline in drive_due, a RESET, a nested
+ * instance, a connect).  Arming costs the peer a wake-up at its next
+ * news, so a member goes quiet only after QUIET_AFTER idle looks, not at
+ * its first pause: arming every member that paused doubled the wake-ups
+ * per request of a busy server (nginx, a thousand connections).  A set of
+ * at most SMALL_SET members has no quiet member (one that shrinks to that
+ * size makes them all hot), so there every member is looked at at every
+ * call and armed only before a sleep, as before large sets were.
  *
  * A deadline without news.  A server member in its CLC exchange (WATCH)
  * whose application asks EPOLLOUT waits for the client's Proposal until a
@@ -74,7 +115,9 @@
  * which wakes whoever sleeps on it, outer epoll, poll or select.  The arm
  * comes after the look, with the events() number taken before it (as
  * everywhere here and in poll.c), so news in between fails the arm and is
- * looked at again: no wakeup is lost.  Every instance is ours from
+ * looked at again: no wakeup is lost.  The inner instance's quiet members
+ * are armed already, and their news is the kernel's to tell: only its hot
+ * ones are looked at.  Every instance is ours from
  * epoll_create on, so that one put in another while still empty is
  * known as such when connections of ours join it later.
  */
@@ -117,6 +160,15 @@ static bool adds_member(int op, int fd, const struct epoll_event *event)
 	       (smcr_regime_of(fd) != REG_PLAIN || (event && looks_ours(event->data)));
 }
 
+/*
+ * A set of more members than this keeps those with nothing to say quiet
+ * (see the top); in one of at most this many every member is looked at
+ * every time.
+ */
+#define SMALL_SET	64
+/* Looks in a row with nothing to report after which a member may go quiet. */
+#define QUIET_AFTER	256
+
 struct member {
 	int fd;
 	uint32_t events;        /* the application's */
@@ -131,14 +183,20 @@ struct member {
 	bool signalled;         /* the wake descriptor (NESTED: the instance) was seen readable */
 	uint32_t round;         /* the last epoll_wait that reported it */
 	uint32_t since;         /* events() taken before a spin */
+	int at;                 /* where it is in members: hot below hot, quiet from it */
+	uint32_t looked;        /* events() taken before its last look */
+	uint32_t idle;          /* looks in a row, in a large set, with nothing to report */
 };
 
 struct smcr_epoll {
 	_Atomic unsigned int refs;
 	pthread_mutex_t lock;
 	int fd;                 /* a descriptor naming the instance: the last used */
-	struct member **members;
-	int count, cap;
+	struct member **members; /* the hot ones first, [0, hot); then the quiet ones */
+	int count, cap, hot;
+	struct member **by_fd;  /* members by descriptor, for the kernel's events */
+	int by_fd_cap;
+	unsigned int forks;     /* the forks it has seen (forks below) */
 	uint32_t round;
 	int scan_from;          /* where the next scan starts: fairness */
 	int due_ms;             /* the last collect: ms until a member's Proposal is due
@@ -149,6 +207,18 @@ struct smcr_epoll {
 
 static pthread_mutex_t instances_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct smcr_epoll *instances;
+
+/*
+ * Forks this process came out of: a child looks at every member anew
+ * (its RDMA connections, say, are lost to it: smc_transport.h).  Written
+ * by the child's one thread, before any other runs.
+ */
+static unsigned int forks;
+
+void smcr_readiness_forked(void)
+{
+	forks++;
+}
 
 static uint32_t poll_to_epoll(unsigned int mask)
 {
@@ -181,6 +251,7 @@ void smcr_epoll_put(struct smcr_epoll *ep)
 	for (int i = 0; i < ep->count; i++)
 		free(ep->members[i]);
 	free(ep->members);
+	free(ep->by_fd);
 	pthread_mutex_destroy(&ep->lock);
 	free(ep);
 }
@@ -225,21 +296,76 @@ int smcr_epoll_created(int epfd)
 
 static struct member *find(struct smcr_epoll *ep, int fd)
 {
-	for (int i = 0; i < ep->count; i++)
-		if (ep->members[i]->fd == fd)
-			return ep->members[i];
-	return NULL;
+	return fd >= 0 && fd < ep->by_fd_cap ? ep->by_fd[fd] : NULL;
+}
+
+static void place(struct smcr_epoll *ep, int i, struct member *m)
+{
+	ep->members[i] = m;
+	m->at = i;
+}
+
+static void swap_places(struct smcr_epoll *ep, int i, int j)
+{
+	struct member *m = ep->members[i];
+
+	place(ep, i, ep->members[j]);
+	place(ep, j, m);
+}
+
+/* m is looked at from the next collect on, whatever it was (see the top). */
+static void heat(struct smcr_epoll *ep, struct member *m)
+{
+	m->idle = 0;
+	if (m->at >= ep->hot)
+		swap_places(ep, m->at, ep->hot++);
+}
+
+static void heat_all(struct smcr_epoll *ep)
+{
+	while (ep->hot < ep->count)
+		heat(ep, ep->members[ep->hot]);
+}
+
+/* Takes m, calloc'd, in; hot.  False if there is no memory for it. */
+static bool add(struct smcr_epoll *ep, struct member *m)
+{
+	if (m->fd >= ep->by_fd_cap) {
+		int cap = m->fd * 2 + 64;
+		struct member **by_fd = reallocarray(ep->by_fd, (size_t)cap, sizeof(*by_fd));
+
+		if (!by_fd)
+			return false;
+		for (int i = ep->by_fd_cap; i < cap; i++)
+			by_fd[i] = NULL;
+		ep->by_fd = by_fd;
+		ep->by_fd_cap = cap;
+	}
+	if (ep->count == ep->cap) {
+		struct member **members = reallocarray(ep->members, (size_t)ep->cap * 2 + 8,
+						       sizeof(*members));
+
+		if (!members)
+			return false;
+		ep->members = members;
+		ep->cap = ep->cap * 2 + 8;
+	}
+	ep->by_fd[m->fd] = m;
+	place(ep, ep->count++, m);
+	heat(ep, m);
+	return true;
 }
 
 static void drop(struct smcr_epoll *ep, struct member *m)
 {
-	for (int i = 0; i < ep->count; i++) {
-		if (ep->members[i] == m) {
-			ep->members[i] = ep->members[--ep->count];
-			break;
-		}
-	}
+	if (m->at < ep->hot)            /* the last hot one takes its place */
+		swap_places(ep, m->at, --ep->hot);
+	place(ep, m->at, ep->members[--ep->count]);
+	ep->by_fd[m->fd] = NULL;
 	free(m);
+	/* a small set has no quiet member (see the top) */
+	if (ep->count <= SMALL_SET)
+		heat_all(ep);
 }
 
 /*
@@ -347,8 +473,10 @@ void smcr_readiness_changed(int fd)
 		if (pthread_mutex_trylock(&ep->lock) != 0)
 			continue;
 		struct member *m = find(ep, fd);
-		if (m)
+		if (m) {
+			heat(ep, m);
 			sync_member(ep, m);
+		}
 		pthread_mutex_unlock(&ep->lock);
 	}
 	pthread_mutex_unlock(&instances_lock);
@@ -516,21 +644,20 @@ int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 		if (m) {                /* back from a DEL: ours are still in place */
 			*m = (struct member){ .fd = fd, .events = event->events, .data = event->data,
 					      .regime = m->regime, .wake_fd = m->wake_fd,
-					      .signalled = m->signalled };
+					      .signalled = m->signalled, .at = m->at };
+			heat(ep, m);
 			break;
 		}
 		m = calloc(1, sizeof(*m));
-		if (!m || (ep->count == ep->cap &&
-			   !(ep->members = reallocarray(ep->members, ep->cap = ep->cap * 2 + 8,
-							sizeof(*ep->members))))) {
+		if (m)
+			*m = (struct member){ .fd = fd, .events = event->events, .data = event->data,
+					      .regime = REG_NONE, .wake_fd = -1 };
+		if (!m || !add(ep, m)) {
 			free(m);
 			errno = ENOMEM;
 			rc = -1;
 			break;
 		}
-		*m = (struct member){ .fd = fd, .events = event->events, .data = event->data,
-				      .regime = REG_NONE, .wake_fd = -1 };
-		ep->members[ep->count++] = m;
 		if (!apply(ep, m, smcr_regime_of(fd))) {
 			int err = errno;
 			drop(ep, m);
@@ -556,6 +683,7 @@ int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 		m->data = event->data;
 		m->disabled = false;
 		m->edge_seen = false;   /* as the kernel: tells what is ready now */
+		heat(ep, m);
 		break;
 	case EPOLL_CTL_DEL:
 		/*
@@ -601,8 +729,11 @@ static bool edge_moved(const struct member *m, uint32_t now)
 	return !(m->events & EPOLLET) || !m->edge_seen || now != m->edge;
 }
 
-/* Reports the SMC member m if it is ready (and, edge-triggered, has news). */
-static void look_at(struct smcr_epoll *ep, struct member *m, struct epoll_event *out, int *n,
+/*
+ * Reports the SMC member m if it is ready (and, edge-triggered, has news);
+ * true if it had something to report, told now or not for want of room.
+ */
+static bool look_at(struct smcr_epoll *ep, struct member *m, struct epoll_event *out, int *n,
 		    int max)
 {
 	struct smcr_sock *sk = smcr_fd_sock(m->fd);
@@ -610,14 +741,16 @@ static void look_at(struct smcr_epoll *ep, struct member *m, struct epoll_event 
 	uint32_t now = m->regime == REG_SMC ? smcr_sock_events(sk) : 0;
 	uint32_t ready;
 
+	m->looked = now;
 	if (m->disabled || !edge_moved(m, now))
-		return;
-	ready = poll_to_epoll(smcr_sock_poll(sk));
+		return false;
+	ready = poll_to_epoll(smcr_sock_poll(sk)) & (m->events | EPOLLERR | EPOLLHUP);
 	/* an edge that says nothing new is spent; one not told for want of room is not */
-	if (report(ep, m, ready, out, n, max) || !(ready & (m->events | EPOLLERR | EPOLLHUP))) {
+	if (report(ep, m, ready, out, n, max) || !ready) {
 		m->edge = now;
 		m->edge_seen = true;
 	}
+	return ready;
 }
 
 /* ---- nested instances (see the top) ---- */
@@ -671,7 +804,8 @@ bool smcr_epoll_nested_ready(int fd)
 	if (ep) {
 		smcr_epoll_get(ep);
 		pthread_mutex_lock(&ep->lock);
-		for (int i = 0; i < ep->count && !ready; i++)
+		/* a quiet one is armed: its news makes the instance readable */
+		for (int i = 0; i < ep->hot && !ready; i++)
 			ready = !quiet_member(ep->members[i]);
 	}
 	/* ours are quiet now: only the application's can make it readable */
@@ -727,16 +861,44 @@ static void drive_due(struct smcr_epoll *ep, struct member *m)
 }
 
 /*
+ * Under ep->lock, in a large set: m, looked at with nothing to report
+ * QUIET_AFTER times in a row, goes quiet, armed with the events() taken
+ * before its last look (see the top); news since then keeps it hot.
+ */
+static void quieten(struct smcr_epoll *ep, struct member *m)
+{
+	struct smcr_sock *sk = smcr_fd_sock(m->fd);
+
+	if (m->regime != REG_SMC || m->wake_fd < 0 || !sk || smcr_regime_of(m->fd) != REG_SMC)
+		return;         /* another regime's readiness comes without its wake descriptor */
+	/* a disabled one is looked at again after EPOLL_CTL_MOD or ADD only: no arm */
+	if (!m->disabled) {
+		if (!smcr_sock_arm(sk, m->looked, m->signalled)) {
+			m->idle = 0;
+			return;
+		}
+		m->signalled = false;
+	}
+	swap_places(ep, m->at, --ep->hot);
+}
+
+/*
  * Under ep->lock: out[0..k) holds what the kernel reported.  Passes the
- * application's events on, acts on ours, then adds every SMC member that is
- * ready.  Returns the number of events in out; *moved is set when a
- * connection changed regime (the kernel may have news for it at once).
+ * application's events on, acts on ours, then adds every hot member that
+ * is ready; in a large set, the members idle long enough go quiet.
+ * Returns the number of events in out; *moved is set when a connection
+ * changed regime (the kernel may have news for it at once).
  */
 static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int max, bool *moved)
 {
+	bool large = ep->count > SMALL_SET, idle = false;
 	int n = 0;
 
 	ep->round++;
+	if (ep->forks != forks) {
+		ep->forks = forks;
+		heat_all(ep);
+	}
 	for (int i = 0; i < k; i++) {
 		struct epoll_event ev = out[i];
 		struct member *m;
@@ -748,6 +910,7 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 		m = find(ep, (int)(uint32_t)ev.data.u64);
 		if (!m)
 			continue;       /* a registration of a descriptor since closed */
+		heat(ep, m);
 		if ((ev.data.u64 >> 32 & 0xff) == TAG_WAKE) {
 			m->signalled = true;
 			continue;
@@ -776,19 +939,20 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 			break;
 		}
 	}
-	for (int i = 0; i < ep->count; i++) {
+	for (int i = 0; i < ep->hot; i++) {
 		enum regime was = ep->members[i]->regime;
 
 		if (!sync_member(ep, ep->members[i])) {
 			*moved = true;
-			i--;            /* dropped: the last member took its place */
+			i--;            /* dropped: the last hot member took its place */
 		} else if (ep->members[i]->regime != was) {
 			*moved = true;
 		}
 	}
 	ep->due_ms = -1;
-	for (int i = 0; i < ep->count; i++) {
-		struct member *m = ep->members[(ep->scan_from + i) % ep->count];
+	for (int i = 0; i < ep->hot; i++) {
+		struct member *m = ep->members[(ep->scan_from + i) % ep->hot];
+		bool said = false;
 
 		if (m->regime == REG_WATCH)
 			drive_due(ep, m);
@@ -798,23 +962,31 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 		 */
 		if (m->regime == REG_SMC || m->regime == REG_RESET ||
 		    (m->regime == REG_WATCH && smcr_fd_sock(m->fd))) {
-			look_at(ep, m, out, &n, max);
+			said = look_at(ep, m, out, &n, max);
 			/* one that left SMC mid-stream (its peer's LEAVE) is the kernel's to watch */
 			*moved |= m->regime == REG_SMC && smcr_regime_of(m->fd) != REG_SMC;
 		} else if (m->regime == REG_NESTED)
 			look_at_nested(ep, m, out, &n, max);
+		if (large && m->regime == REG_SMC) {
+			m->idle = said ? 0 : m->idle + 1;
+			idle |= m->idle >= QUIET_AFTER;
+		}
 	}
-	if (ep->count)
-		ep->scan_from = (ep->scan_from + 1) % ep->count;
+	if (ep->hot)
+		ep->scan_from = (ep->scan_from + 1) % ep->hot;
+	/* backwards: one that goes quiet swaps places with a hot one already seen */
+	for (int i = ep->hot - 1; idle && i >= 0 && ep->count > SMALL_SET; i--)
+		if (ep->members[i]->idle >= QUIET_AFTER)
+			quieten(ep, ep->members[i]);
 	return n;
 }
 
-/* Whether an SMC member of ep (under its lock) moved past its since (a spin's turn). */
+/* Whether a hot SMC member of ep (under its lock) moved past its since (a spin's turn). */
 static bool members_moved(void *arg)
 {
 	struct smcr_epoll *ep = arg;
 
-	for (int i = 0; i < ep->count; i++) {
+	for (int i = 0; i < ep->hot; i++) {
 		struct member *m = ep->members[i];
 
 		if (m->regime != REG_SMC || m->disabled)
@@ -826,12 +998,12 @@ static bool members_moved(void *arg)
 	return false;
 }
 
-/* Under ep->lock: spins while spinning pays; true if an SMC member had news. */
+/* Under ep->lock: spins while spinning pays; true if a hot SMC member had news. */
 static bool spin(struct smcr_epoll *ep)
 {
 	struct smcr_spin_how how = { 0 };
 
-	for (int i = 0; i < ep->count; i++) {
+	for (int i = 0; i < ep->hot; i++) {
 		struct member *m = ep->members[i];
 		if (m->regime == REG_SMC && !m->disabled) {
 			m->since = smcr_sock_events(smcr_fd_sock(m->fd));
@@ -841,10 +1013,10 @@ static bool spin(struct smcr_epoll *ep)
 	return smcr_spin_for(&ep->spin, how, members_moved, ep);
 }
 
-/* Under ep->lock: arms every SMC member; false if one is ready after all. */
+/* Under ep->lock: arms every hot SMC member (the quiet are); false if one is ready after all. */
 static bool arm(struct smcr_epoll *ep)
 {
-	for (int i = 0; i < ep->count; i++) {
+	for (int i = 0; i < ep->hot; i++) {
 		struct member *m = ep->members[i];
 		struct smcr_sock *sk = smcr_fd_sock(m->fd);
 

@@ -19,7 +19,8 @@
  *   3. smcrd: the parent's registration is not the child's; a child of a
  *      registered parent registers now, before a sandbox could forbid it;
  *   4. transports: what the child cannot use is forgotten, never touched
- *      (RDMA: the parent's links and devices).
+ *      (RDMA: the parent's links and devices);
+ *   5. epoll: every member is looked at anew, quiet or not (epoll.c).
  * posix_spawn and vfork run no fork handlers: spawning costs nothing.  A
  * process made by the raw clone system call (a sandbox's fork into new
  * namespaces) gets the same steps through smcr_fork_by.
@@ -30,6 +31,7 @@
 #include "control.h"
 #include "fork.h"
 #include "handshake.h"
+#include "readiness.h"
 #include "smc_sock.h"
 #include "smc_transport.h"
 #include "stats.h"
@@ -73,6 +75,7 @@ static void child(void)
 	smcr_control_fork_child();
 	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++)
 		TRANSPORT_STEP(t, fork_child);
+	smcr_readiness_forked();
 }
 
 void smcr_fork_init(void)

@@ -40,6 +40,9 @@ void smcr_readiness_forget(int fd);
 /* One of libsmcr's descriptors moved from number from to to (base/sys.h): epoll follows. */
 void smcr_readiness_fd_moved(int from, int to);
 
+/* In a forked child: epoll looks at every member anew (fork.c). */
+void smcr_readiness_forked(void);
+
 /*
  * epfd (or -1) came from epoll_create: known from the start, so that an
  * instance put in another before it has members of ours is seen as one

@@ -5,7 +5,9 @@
  * EPOLLET, EPOLLONESHOT, DEL, MOD, EPOLLEXCLUSIVE and close; a sleeper
  * woken by news from another thread, and timeouts; poll's and select's
  * bits beside a pipe; an epoll instance nested in another, or in poll; a
- * server's wait for POLLOUT ending at its Proposal's deadline.
+ * server's wait for POLLOUT ending at its Proposal's deadline; a large
+ * set, whose idle members go quiet and come back for every change that
+ * can concern them.
  *
  * The socket layer is faked at link time: this file defines every
  * smcr_sock_* function the shim objects need (nm -u), and
@@ -15,8 +17,11 @@
  * smcr_sock_poll() returns, an events() number and an eventfd as its wake
  * descriptor: news() changes the bits, moves events() and, when the
  * connection is armed, writes the eventfd, as a peer's CDC does
- * (smc_transport.h); arm() reads the eventfd empty, arms, and fails if
- * events() moved since the caller looked.  It sits in the descriptor table
+ * (smc_transport.h); local() is a change of this process's own, as the
+ * transport's wake() tells it, which writes the eventfd armed or not;
+ * arm() reads the eventfd empty, arms, and fails if events() moved since
+ * the caller looked.  Each smcr_sock_poll() is counted, to see which
+ * members a wait looked at.  It sits in the descriptor table
  * on one end of a real loopback TCP connection, so that the kernel's epoll
  * takes the descriptor, and the table holds it through the references
  * libsmcr registers itself (smcr_descriptors_init).
@@ -69,6 +74,7 @@ struct smcr_sock {
 	_Atomic bool armed;             /* as the real one, armed from the start */
 	_Atomic int refs;               /* the descriptor table's */
 	_Atomic int tcp_ended;          /* smcr_sock_tcp_news() calls */
+	_Atomic int polls;              /* smcr_sock_poll() calls: looks */
 	int wake_fd;
 	bool server;                    /* in the exchange: its Proposal is due once a
 					   write is wanted (smcr_sock_want_send) */
@@ -144,6 +150,7 @@ enum smcr_fd_state smcr_handshake_settle(int fd)
 
 unsigned int smcr_sock_poll(struct smcr_sock *sk)
 {
+	atomic_fetch_add(&sk->polls, 1);
 	return atomic_load(&sk->phase) < SMCR_SOCK_SMC ? atomic_load(&sk->setup_mask)
 						       : atomic_load(&sk->mask);
 }
@@ -189,6 +196,15 @@ static void news(struct smcr_sock *sk, unsigned int mask)
 	atomic_store(&sk->mask, mask);
 	atomic_fetch_add(&sk->events, 1);
 	if (atomic_exchange(&sk->armed, false) && eventfd_write(sk->wake_fd, 1) != 0)
+		abort();
+}
+
+/* What the transport's wake() does for a change of this process's own (shutdown, say). */
+static void local(struct smcr_sock *sk, unsigned int mask)
+{
+	atomic_store(&sk->mask, mask);
+	atomic_fetch_add(&sk->events, 1);
+	if (eventfd_write(sk->wake_fd, 1) != 0)
 		abort();
 }
 
@@ -960,6 +976,191 @@ static void nested_wakes_poll(void **state)
 	nest_close(&n);
 }
 
+/* ---- large sets (epoll.c's opening comment) ---- */
+
+#define LARGE 100               /* members: more than epoll.c's SMALL_SET, 64 */
+#define QUIET_LOOKS 300         /* epoll_waits: more than its QUIET_AFTER, 256 */
+
+/* Fake connections on SMC in one instance, EPOLLIN, their index as data. */
+struct large {
+	int ep, count;
+	struct conn c[LARGE];
+};
+
+static void large_grow(struct large *l, int n, uint32_t events)
+{
+	for (; l->count < n; l->count++) {
+		l->c[l->count] = conn_open(SMCR_SOCK_SMC, 0);
+		assert_int_equal(ep_ctl(l->ep, EPOLL_CTL_ADD, l->c[l->count].fd, events,
+					(uint64_t)l->count), 0);
+	}
+}
+
+/* Closes the members from the last down to the first n. */
+static void large_shrink(struct large *l, int n)
+{
+	while (l->count > n)
+		conn_close(&l->c[--l->count]);
+}
+
+static void large_open(struct large *l, int n)
+{
+	l->ep = ep_new();
+	l->count = 0;
+	large_grow(l, n, EPOLLIN);
+}
+
+static void large_close(struct large *l)
+{
+	large_shrink(l, 0);
+	ep_close(l->ep);
+}
+
+/* epoll_wait(0) on l: how many events; out holds them. */
+static int large_wait(struct large *l, struct epoll_event *out)
+{
+	return smcr_epoll_wait(l->ep, out, LARGE, 0, NULL);
+}
+
+/* QUIET_LOOKS waits, each telling ready members, no more: the others go quiet. */
+static void idle_looks(struct large *l, int ready)
+{
+	struct epoll_event out[LARGE];
+
+	for (int i = 0; i < QUIET_LOOKS; i++)
+		assert_int_equal(large_wait(l, out), ready);
+}
+
+/* Whether a wait looks at member i (its smcr_sock_poll): false if it is quiet. */
+static bool looked_at(struct large *l, int i)
+{
+	struct epoll_event out[LARGE];
+	int before = atomic_load(&l->c[i].sk->polls);
+
+	large_wait(l, out);
+	return atomic_load(&l->c[i].sk->polls) != before;
+}
+
+/*
+ * A set that grows past SMALL_SET while a member has news keeps telling
+ * it, and its idle members go quiet; news on quiet members is told; once
+ * it shrinks to SMALL_SET or fewer, every member is looked at every time
+ * again.
+ */
+static void epoll_large_set_grows_and_shrinks(void **state)
+{
+	struct epoll_event out[LARGE];
+	struct large l;
+
+	(void)state;
+	large_open(&l, 10);
+	news(l.c[0].sk, POLLIN);
+	assert_int_equal(large_wait(&l, out), 1);
+	large_grow(&l, LARGE, EPOLLIN);
+	idle_looks(&l, 1);
+	assert_true(looked_at(&l, 0));
+	assert_false(looked_at(&l, 30));
+	assert_false(looked_at(&l, 70));
+	news(l.c[20].sk, POLLIN);
+	news(l.c[70].sk, POLLIN | POLLRDHUP);
+	assert_int_equal(large_wait(&l, out), 3);
+	assert_int_equal(events_of(out, 3, 0), EPOLLIN);
+	assert_int_equal(events_of(out, 3, 20), EPOLLIN);
+	assert_int_equal(events_of(out, 3, 70), EPOLLIN);
+	large_shrink(&l, 40);
+	assert_true(looked_at(&l, 30));
+	assert_int_equal(large_wait(&l, out), 2);
+	assert_int_equal(events_of(out, 2, 0), EPOLLIN);
+	assert_int_equal(events_of(out, 2, 20), EPOLLIN);
+	large_close(&l);
+}
+
+/* News on a quiet member is told: at the next wait, and to a waiter asleep. */
+static void epoll_quiet_member_told_news(void **state)
+{
+	struct epoll_event out[LARGE];
+	struct large l;
+	struct waiter w = { .fd = 0 };
+
+	(void)state;
+	large_open(&l, LARGE);
+	/* earlier news, nothing to tell, leaves each disarmed, as after any CDC */
+	for (int i = 0; i < LARGE; i++)
+		news(l.c[i].sk, 0);
+	idle_looks(&l, 0);
+	assert_false(looked_at(&l, 5));
+	news(l.c[5].sk, POLLIN);
+	assert_int_equal(large_wait(&l, out), 1);
+	assert_int_equal(out[0].data.u64, 5);
+	news(l.c[5].sk, 0);
+	assert_false(looked_at(&l, 6));
+	w.fd = l.ep;
+	assert_int_equal(pthread_create(&w.thread, NULL, epoll_waiter, &w), 0);
+	assert_true(wait_asleep(&w));
+	news(l.c[6].sk, POLLIN);
+	assert_int_equal(pthread_join(w.thread, NULL), 0);
+	assert_true(w.ms < GUARD_MS);
+	assert_int_equal(w.rc, 1);
+	assert_int_equal(w.ev.data.u64, 6);
+	large_close(&l);
+}
+
+/*
+ * A member whose readiness this process changes: reading its data leaves
+ * it nothing to tell, and it goes quiet; a change of its own that adds
+ * readiness (shutdown) is told, as is the peer's end on TCP.
+ */
+static void epoll_quiet_member_local_change(void **state)
+{
+	struct epoll_event out[LARGE];
+	struct pollfd p = { .events = POLLRDHUP };
+	struct large l;
+
+	(void)state;
+	large_open(&l, LARGE);
+	news(l.c[3].sk, POLLIN);
+	assert_int_equal(large_wait(&l, out), 1);
+	atomic_store(&l.c[3].sk->mask, 0);      /* read: no news, and none needed */
+	idle_looks(&l, 0);
+	assert_false(looked_at(&l, 3));
+	local(l.c[3].sk, POLLIN | POLLRDHUP);
+	assert_int_equal(large_wait(&l, out), 1);
+	assert_int_equal(out[0].data.u64, 3);
+	assert_int_equal(out[0].events, EPOLLIN);
+	/* the peer's end: its TCP socket's event, told in the wait that takes it */
+	assert_false(looked_at(&l, 9));
+	assert_int_equal(shutdown(l.c[9].peer, SHUT_WR), 0);
+	p.fd = l.c[9].fd;
+	assert_int_equal(poll(&p, 1, GUARD_MS), 1);
+	assert_int_equal(large_wait(&l, out), 2);
+	assert_int_equal(events_of(out, 2, 9), EPOLLIN | EPOLLHUP);
+	assert_int_equal(atomic_load(&l.c[9].sk->tcp_ended), 1);
+	large_close(&l);
+}
+
+/* A quiet member is looked at anew after EPOLL_CTL_MOD (EPOLLONESHOT re-armed), and in a child. */
+static void epoll_quiet_member_looked_at_anew(void **state)
+{
+	struct epoll_event out[LARGE];
+	struct large l;
+
+	(void)state;
+	large_open(&l, 0);
+	large_grow(&l, LARGE, EPOLLIN | EPOLLONESHOT);
+	news(l.c[4].sk, POLLIN);
+	assert_int_equal(large_wait(&l, out), 1);
+	news(l.c[4].sk, POLLIN);                /* not told: not re-armed */
+	idle_looks(&l, 0);
+	assert_false(looked_at(&l, 4));
+	assert_int_equal(ep_ctl(l.ep, EPOLL_CTL_MOD, l.c[4].fd, EPOLLIN, 4), 0);
+	assert_int_equal(large_wait(&l, out), 1);
+	assert_int_equal(out[0].data.u64, 4);
+	assert_false(looked_at(&l, 8));
+	smcr_readiness_forked();
+	assert_true(looked_at(&l, 8));
+	large_close(&l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -986,6 +1187,10 @@ int main(void)
 		cmocka_unit_test(client_in_exchange_is_writable),
 		cmocka_unit_test(server_writable_at_proposal_deadline),
 		cmocka_unit_test(nested_wakes_poll),
+		cmocka_unit_test(epoll_large_set_grows_and_shrinks),
+		cmocka_unit_test(epoll_quiet_member_told_news),
+		cmocka_unit_test(epoll_quiet_member_local_change),
+		cmocka_unit_test(epoll_quiet_member_looked_at_anew),
 	};
 
 	smcr_descriptors_init();        /* the table holds fakes as libsmcr's own */
