@@ -593,6 +593,12 @@ static void view_free(struct smcr_sock *sk)
 {
 	drop_reached(sk);
 	smcr_sys_close_kept(&sk->state_fd);
+	/*
+	 * What this process mapped and was granted goes back, whoever else
+	 * holds the connection (a dispatcher that outlived its helpers kept
+	 * each one's staging grant until it exited).
+	 */
+	grant_staging(sk, 0);
 	smc_conn_destroy(&sk->conn);
 	pthread_mutex_lock(&all_lock);
 	if (sk->prev)
@@ -1115,6 +1121,7 @@ void smcr_sock_fork_child(void)
 {
 	for (struct smcr_sock *sk = all; sk; sk = sk->next) {
 		sk->conn.traffic = (struct smc_traffic){ 0 };
+		sk->staging_granted = 0;        /* the parent's grant, not ours to give back */
 		if (!sk->conn.ops->setup.lost_by_fork || !sk->conn.priv)
 			continue;
 		sk->conn.priv = NULL;
