@@ -790,14 +790,50 @@ static unsigned int take_in_flight(struct smcr_sock *sk, unsigned int n)
 	return taken;
 }
 
+/* Under all_lock: this process's view of the socket whose inode is ino (0: none), or NULL. */
+static struct smcr_sock *view_of_inode(ino_t ino)
+{
+	for (struct smcr_sock *sk = all; ino && sk; sk = sk->next)
+		if (sk->ino == ino)
+			return sk;
+	return NULL;
+}
+
+/*
+ * fd names a connection this process has a view of already (a new image
+ * that starts with it on 0 and 1, as inetd's do): true, and fd shares that
+ * view, as a dup would.  Two views of one connection in one process kept
+ * two RDMA transports, and bytes written through one were announced by a
+ * CDC of the other without their WRITE: the peer read zeros.
+ */
+static bool adopted_already(int fd)
+{
+	ino_t ino = socket_inode(fd);
+	struct smcr_sock *same;
+
+	pthread_mutex_lock(&all_lock);
+	same = view_of_inode(ino);
+	if (same)
+		smcr_sock_get(same);
+	pthread_mutex_unlock(&all_lock);
+	if (!same)
+		return false;
+	/* a message's or an exec's hold for this descriptor is the view's already */
+	if (take_in_flight(same, 1))
+		atomic_fetch_sub(&same->sh->holders, 1);
+	if (!smcr_fd_set_sock(fd, same))
+		smcr_sock_put(same, fd);
+	return true;
+}
+
 void smcr_sock_adopt(int fd, bool active)
 {
 	struct smcr_sock *sk = NULL;
 	uint64_t token;
 	int fds[SMCR_SHM_RESUMED_BOTH], n;
 
-	if (resume(fd, &token, fds, &n))
-		return;         /* not on shared memory: plain TCP */
+	if (adopted_already(fd) || resume(fd, &token, fds, &n))
+		return;         /* shared, or not on shared memory: plain TCP */
 	sk = view_new(fds[0], false);
 	if (sk) {
 		/* a message's or an exec's hold becomes ours; with none (a spawn), one more */
@@ -894,10 +930,7 @@ static struct smcr_sock *sock_by_inode(int fd)
 
 	if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode))
 		return NULL;
-	for (struct smcr_sock *sk = all; sk; sk = sk->next)
-		if (sk->ino == st.st_ino)
-			return sk;
-	return NULL;
+	return view_of_inode(st.st_ino);
 }
 
 /*
