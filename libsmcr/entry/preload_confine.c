@@ -15,7 +15,9 @@
  * everything: exchanges under way end now (in a Decline, CONFINED) and its
  * listeners are no longer marked for SMC (shim/handshake.h).  Connections
  * already on SMC carry on, unless it forbids how they wait (poll, futex):
- * then they go on over TCP from where they are (conn/smc_leave.h).
+ * then they go on over TCP from where they are (conn/smc_leave.h); so do
+ * those whose buffers this process could only take up from smcrd (an RDMA
+ * connection forked with: sshd's pre-auth child).
  *
  * An affinity to one CPU makes every spin of a wait a loss (spin.h): the
  * application's sched_setaffinity is told to it.
@@ -123,6 +125,8 @@ void smcr_before_seccomp(unsigned long mode, const void *prog)
 	}
 	if (!data_path)         /* connections on SMC could no longer wait: they go on over TCP */
 		smcr_sock_leave_all(SMCR_REASON_CONFINED);
+	else if (!ALL_ALLOWED(filter, setup_calls))     /* nor could a view be completed */
+		smcr_sock_leave_incomplete();
 	smcr_filter_installed(filter);
 }
 

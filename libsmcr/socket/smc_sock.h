@@ -87,6 +87,16 @@ void smcr_sock_confine(void);
 void smcr_sock_leave_all(enum smcr_reason reason);
 
 /*
+ * The process is about to lose the calls that take up a connection's
+ * buffers from smcrd: each connection on SMC whose view this process
+ * cannot complete now (an RDMA connection it forked with, whose queue
+ * pair is its parent's) goes on over TCP (NOSMCDEV) while every call is
+ * still allowed; later it could not even send LEAVE (sshd's pre-auth
+ * child, whose filter kills on sendto).
+ */
+void smcr_sock_leave_incomplete(void);
+
+/*
  * What an exec hands to the image it makes: the connections with a
  * descriptor that stays open across it, and how many such descriptors
  * each has (the new image adopts each, smcr_sock_adopt, taking one hold in

@@ -978,6 +978,7 @@ struct walk {
 	bool (*wanted)(const struct smcr_sock *sk, unsigned long round);
 	void (*act)(struct smcr_sock *sk, const struct walk *w);
 	enum smcr_reason reason;        /* a leave's */
+	bool incomplete_only;           /* a leave's: only views that cannot be completed */
 };
 
 /*
@@ -1593,7 +1594,8 @@ static void leave_walked(struct smcr_sock *sk, const struct walk *w)
 	if (fd < 0)
 		return;
 	smc_conn_lock(&sk->conn);
-	leave(sk, fd, w->reason);
+	if (!w->incomplete_only || !view_complete(sk, fd))
+		leave(sk, fd, w->reason);
 	smc_conn_unlock(&sk->conn);
 }
 
@@ -1603,6 +1605,16 @@ void smcr_sock_leave_all(enum smcr_reason reason)
 
 	walk_outside_lock(&(struct walk){ .kind = WALK_SANDBOX, .round = walk_round(),
 					  .wanted = on_smc, .act = leave_walked, .reason = reason });
+	errno = saved_errno;
+}
+
+void smcr_sock_leave_incomplete(void)
+{
+	int saved_errno = errno;
+
+	walk_outside_lock(&(struct walk){ .kind = WALK_SANDBOX, .round = walk_round(),
+					  .wanted = on_smc, .act = leave_walked,
+					  .reason = SMCR_REASON_NOSMCDEV, .incomplete_only = true });
 	errno = saved_errno;
 }
 
