@@ -79,6 +79,7 @@ struct rdma_conn {
 	_Atomic uint32_t mbox_seq;		/* +1 per CDC delivered */
 	uint32_t fetched;			/* mbox_seq of the last one fetched */
 	_Atomic bool down;			/* the link failed */
+	bool forgotten;				/* a fork's child: the link is its parent's */
 	_Atomic uint32_t wakes, wakes_seen;	/* as smc_shm.c */
 	_Atomic uint32_t waiting, armed;
 	int wake_fd, sleep_fd;
@@ -125,6 +126,7 @@ static void link_forgotten(struct smc_rdma_endpoint *ep)
 {
 	struct rdma_conn *rc = (struct rdma_conn *)ep;
 
+	rc->forgotten = true;
 	atomic_store(&rc->down, true);
 	atomic_fetch_add_explicit(&rc->wakes, 1, memory_order_release);
 	/*
@@ -331,6 +333,16 @@ static int rdma_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_c
 
 /* ---- the data path ---- */
 
+/*
+ * The link is down: the stream decides (-ENOTCONN, smc_transport.h), since
+ * the peer may go on over it.  A fork's child never had the link: its view
+ * is lost, and the socket layer leaves for TCP before any call gets here.
+ */
+static int gone(const struct rdma_conn *rc)
+{
+	return rc->forgotten ? -ECONNRESET : -ENOTCONN;
+}
+
 /* Posts the pending WRITEs, and cdc after them if not NULL (how: smc_rdma_post's). */
 static int flush(struct rdma_conn *rc, const uint8_t *cdc, unsigned int how)
 {
@@ -353,7 +365,7 @@ static int rdma_write(struct smc_conn *conn, uint32_t off, const void *src, uint
 	if (!smc_conn_peer_range(conn, off, len))
 		return -EINVAL;
 	if (atomic_load(&rc->down))
-		return -ENOTCONN;
+		return gone(rc);
 	if (len == 0)
 		return 0;
 	if (rc->npending == SMC_RDMA_POST_MAX && (err = flush(rc, NULL, 0)))
@@ -401,7 +413,7 @@ static int rdma_send_cdc(struct smc_conn *conn, const uint8_t msg[SMC_CDC_MSG_LE
 	int err;
 
 	if (atomic_load(&rc->down))
-		return -ENOTCONN;
+		return gone(rc);
 	if (smc_cdc_decode(msg, SMC_CDC_MSG_LEN, &cdc))
 		return -EINVAL;
 	/*
@@ -463,7 +475,7 @@ static int rdma_recv_cdc(struct smc_conn *conn, uint8_t msg[SMC_CDC_MSG_LEN])
 	 * that goes on over TCP: the stream decides.
 	 */
 	return conn->st->peer_state & (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED) ? 0
-											  : -ENOTCONN;
+											  : gone(rc);
 }
 
 /* A spin's turn: completions are fetched here, not by the poller thread. */
