@@ -276,11 +276,13 @@ int smc_conn_cdc_fetch(struct smc_conn *conn)
 }
 
 /*
- * The peer left and the rest of its LEAVE is all that can come: a wait on
- * the stream alone, in slices (smc_leave.c raised its SO_RCVLOWAT, so it
- * wakes once all of LEAVE is there, or the stream ends).
+ * Only the TCP stream can bring news: the peer left and the rest of its
+ * LEAVE is still coming (smc_leave.c raised the socket's SO_RCVLOWAT, so
+ * the wait wakes once all of it is there, or the stream ends), or the
+ * transport is cut (the peer's next holder leaves over the stream, or it
+ * ends).  A wait on the stream alone, in slices; the next fetch decides.
  */
-static int await_leave(struct smc_conn *conn, uint64_t deadline)
+static int await_stream(struct smc_conn *conn, uint64_t deadline)
 {
 	uint64_t slice = smc_deadline_after(SMC_LIVENESS_MS);
 	int rc;
@@ -298,8 +300,8 @@ int smc_conn_cdc_wait(struct smc_conn *conn, uint32_t since, uint64_t deadline)
 
 	if (deadline && (timeout_ms = smc_ms_until(deadline)) == 0)
 		return -EAGAIN;
-	if (smc_leave_pending(conn))
-		return await_leave(conn, deadline);
+	if (smc_leave_pending(conn) || conn->cut)
+		return await_stream(conn, deadline);
 	smc_conn_unlock(conn);
 	rc = conn->ops->wait(conn, since, timeout_ms);
 	smc_conn_lock(conn);

@@ -55,7 +55,8 @@ int smc_conn_cdc_fetch(struct smc_conn *conn);
 
 /*
  * Under the connection lock, which it releases while it waits: waits for the peer
- * (ops->wait) until events() moves from since.  Returns 0 (also
+ * (ops->wait) until events() moves from since; while a LEAVE is partly in
+ * or the transport is cut, on the TCP stream alone.  Returns 0 (also
  * spuriously), -EAGAIN once deadline has passed, or -EINTR.
  */
 int smc_conn_cdc_wait(struct smc_conn *conn, uint32_t since, uint64_t deadline);

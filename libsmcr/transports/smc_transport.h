@@ -178,9 +178,10 @@ struct smc_transport_ops {
 	 * Fetches a CDC the peer sent after the last one fetched, in the
 	 * order sent, each once (a transport may skip to the latest, see
 	 * smc_shm.c): 1 and msg filled in, or 0 if there is none; -ENOTCONN
-	 * if none can come any more in this process (an RDMA link down, the
-	 * peer not done): the TCP stream decides, as after wait's -ENOTCONN,
-	 * since the peer may go on over it (conn/smc_leave.h).  Never blocks.
+	 * if none can come any more in this process (an RDMA link down): the
+	 * connection is cut, and the TCP stream decides, as after wait's
+	 * -ENOTCONN, since the peer may go on over it (conn/smc_leave.h).
+	 * Never blocks.
 	 */
 	int (*recv_cdc)(struct smc_conn *conn, uint8_t msg[SMC_CDC_MSG_LEN]);
 
@@ -214,6 +215,8 @@ struct smc_transport_ops {
 	 * -ENOTCONN when the TCP connection under conn (conn->sock) has news
 	 * (smc_tcp_news): it ended or failed, and the peer is gone unless its
 	 * CDCs said it closed; or the peer left for TCP (conn/smc_leave.h).
+	 * Never called once the connection is cut (the caller waits on the
+	 * stream itself).
 	 */
 	int (*wait)(struct smc_conn *conn, uint32_t since, int timeout_ms);
 

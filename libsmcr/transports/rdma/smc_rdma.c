@@ -469,13 +469,16 @@ static int rdma_recv_cdc(struct smc_conn *conn, uint8_t msg[SMC_CDC_MSG_LEN])
 	}
 	if (!atomic_load(&rc->down))
 		return 0;
+	/* A fork's child that never had the link gets what the peer said, and no more. */
+	if (rc->forgotten)
+		return conn->st->peer_state & (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED) ?
+		       0 : -ECONNRESET;
 	/*
-	 * A peer that said it was done, then went away, closed.  Any other may
-	 * have handed the connection to an image without our link (an exec)
-	 * that goes on over TCP: the stream decides.
+	 * The peer may have handed the connection to an image without our
+	 * link (an exec) that goes on over TCP, even after it said it was done
+	 * writing: the stream decides.
 	 */
-	return conn->st->peer_state & (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED) ? 0
-											  : gone(rc);
+	return -ENOTCONN;
 }
 
 /* A spin's turn: completions are fetched here, not by the poller thread. */
@@ -556,11 +559,9 @@ static int rdma_wait(struct smc_conn *conn, uint32_t since, int timeout_ms)
 		return -ETIMEDOUT;
 	if (smc_tcp_news(conn))
 		return -ENOTCONN;
+	if (atomic_load(&rc->down))     /* the fetch before the next wait finds it cut */
+		return rc->forgotten ? -ECONNRESET : 0;
 	end = smc_deadline_after(slice);
-	if (atomic_load(&rc->down)) {   /* only the stream can bring news now */
-		smcr_sys_wait_fd(conn->sock, POLLIN | POLLRDHUP, end);
-		return smc_tcp_news(conn) ? -ENOTCONN : slice == timeout_ms ? -ETIMEDOUT : 0;
-	}
 	for (;;) {
 		atomic_store_explicit(&rc->waiting, 1, memory_order_relaxed);
 		atomic_thread_fence(memory_order_seq_cst);
