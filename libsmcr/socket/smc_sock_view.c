@@ -474,6 +474,14 @@ static enum smcr_reason setup_attach(void *ctx, const struct smc_clc_accept_conf
 
 	if (peer->smc_type != t->setup.clc_type)
 		return SMCR_REASON_SYNCERR;
+	/*
+	 * A fork's child carrying on its parent's exchange, whose buffer and
+	 * link it cannot use (lost_by_fork): a client declines; a server,
+	 * whose client went over to SMC with this Confirm, concludes, and its
+	 * view, lost, leaves for TCP at first use (smcr_sock_phase).
+	 */
+	if (sk->lost)
+		return sk->sh->active ? SMCR_REASON_NOSMCDEV : SMCR_REASON_NONE;
 	if (!take_reached(sk, &fd, &wake_tx) && t->setup.peer_fds)
 		rc = t->setup.peer_fds(sk->conn.sock, peer, &fd, &wake_tx);
 	if (!rc)
