@@ -4,7 +4,9 @@
 # accepts each connection in the listener, which closes its copy at once,
 # and serves it in a child that exits without closing it: nobody withdraws
 # the connection's buffer, so smcrd must see that its socket is gone.
-# max_memory (1 MiB) holds the buffers of one connection and not of two:
+# max_memory holds the buffers of one connection and not of two (1 MiB; 2
+# MiB over RDMA, where each end also stages what it sends in a buffer as
+# large as the peer's RMB):
 # ROUNDS connections from a preloaded client, one after the other (the next
 # once the last one's child has gone), each echo byte-exact, must all go
 # over $SMCR_TEST_TRANSPORT with no fallback (without the sweep the second
@@ -14,7 +16,9 @@
 need socat
 PORT=19411
 ROUNDS=12
-start_smcrd $PORT 1
+MAX_MEMORY_MB=1
+[ "$TEST_TRANSPORT" = rdma ] && MAX_MEMORY_MB=2
+start_smcrd $PORT $MAX_MEMORY_MB
 
 start_bg listener smcr socat "TCP-LISTEN:$PORT,reuseaddr,fork,bind=$TEST_ADDR" EXEC:cat
 listener=$LAST_PID
