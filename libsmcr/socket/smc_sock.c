@@ -48,7 +48,10 @@ static bool blocking(struct smcr_sock *sk, int flags)
  * not, errno says why.  On a connection not (yet) on SMC, a call that may
  * block got here only when its wait for the CLC exchange ended first, and
  * smcr_sock_settle left the errno that says why (EAGAIN: the socket's
- * timeout; EINTR: a signal).
+ * timeout; EINTR: a signal).  One that went over to TCP since the caller
+ * looked (here, if this process's view cannot reach the transport and
+ * leaves: smcr_sock_phase) is the kernel's from now on: EXDEV, and the
+ * caller takes the kernel's path.  Before, a blocking send got EAGAIN.
  */
 static bool usable(struct smcr_sock *sk, int iovcnt, int flags)
 {
@@ -57,6 +60,8 @@ static bool usable(struct smcr_sock *sk, int iovcnt, int flags)
 	if (phase != SMCR_SOCK_SMC) {
 		if (phase == SMCR_SOCK_RESET)
 			errno = ECONNRESET;
+		else if (phase == SMCR_SOCK_TCP)
+			errno = EXDEV;
 		else if (!blocking(sk, flags) || errno != EINTR)
 			errno = EAGAIN;
 		return false;
@@ -113,6 +118,15 @@ static ssize_t kernel_send(struct smcr_sock *sk, const struct iovec *iov, int io
 	return n;
 }
 
+static ssize_t kernel_splice_in(struct smcr_sock *sk, int pipe_fd, size_t len, unsigned int flags)
+{
+	ssize_t n = REAL(splice)(pipe_fd, NULL, sk->conn.sock, NULL, len, flags);
+
+	if (n > 0)
+		smcr_conn_table_tcp_unrecorded(false, (size_t)n);
+	return n;
+}
+
 ssize_t smcr_sock_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt, int flags)
 {
 	const int known = MSG_PEEK | MSG_WAITALL | MSG_TRUNC | MSG_OOB | MSG_DONTWAIT;
@@ -120,7 +134,7 @@ ssize_t smcr_sock_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt
 	ssize_t n;
 
 	if (!usable(sk, iovcnt, flags))
-		return -1;
+		return errno == EXDEV ? kernel_recv(sk, iov, iovcnt, flags) : -1;
 	do
 		n = smc_rx_recv(&sk->conn, iov, iovcnt, flags & known, nonblock);
 	while (n == -EINTR && smcr_sys_restarts(sk->conn.st->rcv_timeout_ms));
@@ -134,7 +148,7 @@ ssize_t smcr_sock_send(struct smcr_sock *sk, const struct iovec *iov, int iovcnt
 	ssize_t n;
 
 	if (!usable_to_send(sk, iovcnt, flags))
-		return -1;
+		return errno == EXDEV ? kernel_send(sk, iov, iovcnt, flags) : -1;
 	if (sk->sh->corked)
 		smc_flags |= MSG_MORE;
 	do
@@ -207,7 +221,7 @@ ssize_t smcr_sock_splice_in(struct smcr_sock *sk, int pipe_fd, size_t len, unsig
 		return -1;
 	}
 	if (!usable_to_send(sk, 1, flags & SPLICE_F_NONBLOCK ? MSG_DONTWAIT : 0)) {
-		n = -1;
+		n = errno == EXDEV ? kernel_splice_in(sk, pipe_fd, len, flags) : -1;
 		goto out;
 	}
 	if (nonblock) {

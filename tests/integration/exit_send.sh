@@ -1,0 +1,80 @@
+#!/bin/bash
+# exit_send.sh BUILD_DIR - a fork-per-connection server whose child sends
+# its answer and exits at once, without closing the connection.  Over TCP
+# the kernel delivers what send() took after the process has gone; over
+# RDMA the child's queue pair goes with it, right after its last post.
+# The server (python, preloaded) forks per connection;
+# the child sends 256 KiB and calls sys.exit.  A preloaded client makes
+# ROUNDS connections, 4 at a time, and each must read all 256 KiB, byte-
+# exact, then the end; every connection must go over $SMCR_TEST_TRANSPORT.
+# Over RDMA some children leave for TCP before they send (below): their
+# blocking send() once failed with EAGAIN there (smc_sock.c, usable), and
+# their clients read nothing.
+. "$(dirname "$0")/lib.sh"
+PORT=24750
+ROUNDS=${EXIT_SEND_ROUNDS:-200}
+SIZE=262144
+start_smcrd "$PORT" 256
+
+cat > "$WORK/server.py" <<'EOS'
+import os, random, socket, sys
+
+size = int(sys.argv[2])
+answer = random.Random(7).randbytes(size)
+lsock = socket.create_server((sys.argv[1], int(sys.argv[3])), backlog=64)
+print("listening", flush=True)
+while True:
+    conn, _ = lsock.accept()
+    if os.fork() == 0:
+        lsock.close()
+        conn.sendall(answer)
+        conn.detach()            # not closed by Python's finalization either
+        sys.exit(0)              # exit(), with the connection open
+    conn.close()
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+EOS
+cat > "$WORK/client.py" <<'EOS'
+import random, socket, sys
+from concurrent.futures import ThreadPoolExecutor
+
+host, port, size, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+want = random.Random(7).randbytes(size)
+
+def one(_):
+    with socket.create_connection((host, port)) as s:
+        got = bytearray()
+        while chunk := s.recv(65536):
+            got += chunk
+        return len(got), bytes(got) == want
+
+with ThreadPoolExecutor(4) as pool:
+    results = list(pool.map(one, range(rounds)))
+print("exact %d" % sum(same for _, same in results), flush=True)
+for n, same in results:
+    if not same:        # how much came (stderr: the test shows it when it fails)
+        print("differs: %d of %d bytes" % (n, size), file=sys.stderr, flush=True)
+EOS
+start_bg server smcr "$PY" "$WORK/server.py" "$TEST_ADDR" "$SIZE" "$PORT"
+wait_listen "$PORT" "$LAST_PID" || finish
+run_mode smcr timeout 300 "$PY" "$WORK/client.py" "$TEST_ADDR" "$PORT" "$SIZE" "$ROUNDS" \
+	> "$WORK/client.out" 2> "$WORK/client.err"
+expect_eq "client exit status" "$?" 0
+expect_eq "answers read whole" "$(cat "$WORK/client.out")" "exact $ROUNDS"
+if [ "$TEST_TRANSPORT" = rdma ]; then
+	# A child whose parent's accept() ran the exchange has only its
+	# parent's link: it leaves for TCP (NOSMCDEV), its client after it
+	# (PEERLEFT), and sends over TCP; so the bytes are RDMA's and TCP's.
+	left=$(transport_counter left)
+	echo "ends that left for TCP: $left"
+	on_transport "exiting senders" "$ROUNDS" 0
+	expect_at_least "exiting senders: bytes received over RDMA and TCP" \
+		"$(($(transport_counter bytes_in) + $(stats_counter tcp_bytes_in)))" $((ROUNDS * SIZE))
+else
+	on_transport "exiting senders" "$ROUNDS" $((ROUNDS * SIZE))
+	expect_eq "ends that left for TCP" "$(transport_counter left)" 0
+fi
+finish
