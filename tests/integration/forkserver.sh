@@ -20,7 +20,9 @@ MAX_MEMORY_MB=1
 [ "$TEST_TRANSPORT" = rdma ] && MAX_MEMORY_MB=2
 start_smcrd $PORT $MAX_MEMORY_MB
 
-start_bg listener smcr socat "TCP-LISTEN:$PORT,reuseaddr,fork,bind=$TEST_ADDR" EXEC:cat
+# -t 60: after the client's end a child waits for cat's, not 0.5 s (a slow
+# guest's cat, preloaded, may answer later; the child then exited first)
+start_bg listener smcr socat -t 60 "TCP-LISTEN:$PORT,reuseaddr,fork,bind=$TEST_ADDR" EXEC:cat
 listener=$LAST_PID
 wait_listen "$PORT" "$listener" || finish
 

@@ -16,7 +16,9 @@ PORT=19412
 CONNS=1000
 start_smcrd $PORT 32
 
-start_bg listener smcr socat "TCP-LISTEN:$PORT,reuseaddr,fork,backlog=64,bind=$TEST_ADDR" EXEC:cat
+# -t 60: after the client's end a child waits for cat's, not 0.5 s (a slow
+# guest's cat, preloaded, may answer later; the child then exited first)
+start_bg listener smcr socat -t 60 "TCP-LISTEN:$PORT,reuseaddr,fork,backlog=64,bind=$TEST_ADDR" EXEC:cat
 listener=$LAST_PID
 wait_listen "$PORT" "$listener" || finish
 
