@@ -43,18 +43,7 @@ for round in $(seq "$ROUNDS"); do
 	until_true no_children || fail "round $round: the listener's child did not exit"
 done
 pass "$ROUNDS echoes compared"
-if [ "$TEST_TRANSPORT" = rdma ]; then
-	# a child whose parent's accept() answered the Proposal has only its
-	# parent's queue pair: it leaves for TCP, its client after it, and
-	# the echo goes over TCP
-	on_transport "fork server" "$ROUNDS" 0
-	expect_at_least "fork server: bytes received over RDMA and TCP" \
-		"$(($(transport_counter bytes_in) + $(stats_counter tcp_bytes_in)))" $((ROUNDS * 200000))
-	echo "ends that left for TCP: $(transport_counter left)"
-else
-	on_transport "fork server" "$ROUNDS" $((ROUNDS * 200000))
-	expect_eq "ends that left for TCP" "$(transport_counter left)" 0
-fi
+on_transport_forked "fork server" "$ROUNDS" $((ROUNDS * 200000))
 memory_back "buffer memory in use with the listener still up"
 kill -0 "$listener" 2> /dev/null || fail "the listener is gone"
 finish

@@ -31,18 +31,7 @@ run_mode smcr timeout 300 "$PY" "$(dirname "$0")/echo_clients.py" "$TEST_ADDR" "
 	> "$WORK/client.out" 2> "$WORK/client.err"
 expect_eq "client exit status" "$?" 0
 expect_eq "echoes" "$(cat "$WORK/client.out")" "echoes the same: $CONNS"
-if [ "$TEST_TRANSPORT" = rdma ]; then
-	# a child whose parent's accept() answered the Proposal has only its
-	# parent's queue pair: it leaves for TCP, its client after it, and
-	# the echo goes over TCP
-	on_transport "fork server" "$CONNS" 0
-	expect_at_least "fork server: bytes received over RDMA and TCP" \
-		"$(($(transport_counter bytes_in) + $(stats_counter tcp_bytes_in)))" $((CONNS * 4096))
-	echo "ends that left for TCP: $(transport_counter left)"
-else
-	on_transport "fork server" "$CONNS" $((CONNS * 4096))
-	expect_eq "ends that left for TCP" "$(transport_counter left)" 0
-fi
+on_transport_forked "fork server" "$CONNS" $((CONNS * 4096))
 memory_back "buffer memory in use with the listener still up"
 expect_eq "smcrctl status, with the listener still up" \
 	"$("$BIN/smcrctl" status | sed -n 's/^memory: *\([0-9.]*\) MiB in use.*/\1/p')" 0.0
