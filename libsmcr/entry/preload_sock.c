@@ -142,8 +142,10 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	enum smcr_fd_state state = classify(fd);
 
-	if (state == SMCR_FD_TCP && addr && addr->sa_family != AF_UNSPEC)
+	if (state == SMCR_FD_TCP && addr && addr->sa_family != AF_UNSPEC) {
 		smcr_handshake_offer(fd);
+		smcr_sock_before_connect(fd, addr, len);
+	}
 	int rc = REAL(connect)(fd, addr, len);
 
 	/* EINTR: a blocking connect() goes on in the background, as a non-blocking one. */

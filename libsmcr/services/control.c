@@ -60,6 +60,8 @@ static void unlock_here(void)
 static _Atomic int ctl_fd = -1, result_fd = -1, owned_fd = -1;
 /* smcr.conf's rmb_size (KiB), from smcrd's latest reply; 0: none yet */
 static _Atomic uint32_t rmb_kib;
+/* the transports smcr.conf allows (SMCR_CONTROL_SHM, _RDMA), from that reply too */
+static _Atomic uint32_t transports_allowed;
 static time_t next_attempt;             /* CLOCK_MONOTONIC_COARSE seconds */
 
 static time_t now_coarse(void)
@@ -150,12 +152,18 @@ static int exchange_locked(struct smcr_control_msg *m, const int *out, size_t no
 	smcr_control_take_fds(&mh, in, nin, close_fd);    /* extra ones are not ours to keep */
 	if (m->rmb_kib)
 		atomic_store_explicit(&rmb_kib, m->rmb_kib, memory_order_relaxed);
+	atomic_store_explicit(&transports_allowed, m->transports, memory_order_relaxed);
 	return 0;
 }
 
 uint32_t smcr_control_rmb_bytes(void)
 {
 	return atomic_load_explicit(&rmb_kib, memory_order_relaxed) * 1024u;
+}
+
+uint32_t smcr_control_transports(void)
+{
+	return atomic_load_explicit(&transports_allowed, memory_order_relaxed);
 }
 
 /*

@@ -47,6 +47,12 @@ int smcr_control_grant(uint64_t bytes);
  */
 uint32_t smcr_control_rmb_bytes(void);
 
+/*
+ * The transports smcr.conf allows (SMCR_CONTROL_SHM, _RDMA), as smcrd's
+ * latest reply said them; 0 before any reply.
+ */
+uint32_t smcr_control_transports(void);
+
 /* Returns bytes to smcrd's pool. */
 void smcr_control_release(uint64_t bytes);
 

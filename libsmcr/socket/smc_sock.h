@@ -24,6 +24,7 @@
 
 #include <stdbool.h>
 #include <sys/types.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include "fdtable.h"
@@ -65,6 +66,13 @@ void smcr_sock_on_phase_change(void (*changed)(int fd));
  * namespace it started in, even if it moves to another.
  */
 void smcr_sock_learn_host(void);
+
+/*
+ * A client's TCP socket fd is about to connect to peer: each transport
+ * smcr.conf allows makes ready what our Proposal will need, so that it
+ * follows the handshake at once (smc_transport.h, prepare_client).
+ */
+void smcr_sock_before_connect(int fd, const struct sockaddr *peer, socklen_t len);
 
 /* Its phase, as this process can use it (RESET if it cannot reach the buffers). */
 enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk);

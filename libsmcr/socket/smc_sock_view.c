@@ -377,6 +377,25 @@ static bool offerable(struct smcr_sock *sk, const struct smc_transport_ops *t,
 	return !t->setup.local_block || t->setup.local_block(fd, lcl) == 0;
 }
 
+void smcr_sock_before_connect(int fd, const struct sockaddr *peer, socklen_t len)
+{
+	uint32_t allowed = smcr_control_transports();
+	bool here_allowed = false;
+	const struct smc_transport_setup *setup;
+
+	if (__atomic_load_n(&confined, __ATOMIC_ACQUIRE))
+		return;
+	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++) {
+		setup = &smc_transport(t)->setup;
+		here_allowed = here_allowed || (!setup->remote_only && (allowed & setup->allowed_by));
+	}
+	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++) {
+		setup = &smc_transport(t)->setup;
+		if (setup->prepare_client && (allowed & setup->allowed_by))
+			setup->prepare_client(fd, peer, len, setup->remote_only && here_allowed);
+	}
+}
+
 /*
  * Every transport that smcr.conf allows and that can serve the connection,
  * this host's first.  Any needs the state on offer.

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "control_proto.h"
@@ -79,6 +80,16 @@ struct smc_transport_setup {
 	 * nothing to say, it can.
 	 */
 	int (*local_block)(int sock, struct smc_clc_local *lcl);
+	/*
+	 * A client's sock is about to connect to peer (if remote: and peer is
+	 * on another host, as remote_only asks while a transport for this
+	 * host is allowed): make ready now, before the handshake, what
+	 * local_block will need, so that the Proposal follows the handshake
+	 * at once (a server declines one later than
+	 * SMC_CLC_PROPOSAL_WAIT_MS).  Best effort, and cheap once done.
+	 * NULL: nothing to make ready.
+	 */
+	void (*prepare_client)(int sock, const struct sockaddr *peer, socklen_t len, bool remote);
 	/*
 	 * Server, after create_rmb: joins the client the Proposal's local
 	 * block describes (SMC-R: a link to its process; first_contact if it

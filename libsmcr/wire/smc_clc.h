@@ -53,9 +53,10 @@
 /*
  * How long a server that wants to write waits for a Proposal not yet come
  * before it declines (NOPROPOSAL) and writes on TCP.  A client's library
- * sends its Proposal within its connect(), right after the handshake, so
- * on time it is here before the server's application can have accepted
- * and written; what the bound covers is that client's scheduling, its
+ * sends its Proposal within its connect(), right after the handshake
+ * (what it needs was made ready before the handshake), so on time it
+ * is here before the server's application can have accepted and
+ * written; what the bound covers is that client's scheduling, its
  * smcrd round trip (OFFER) and loopback or LAN delivery on a loaded host:
  * milliseconds, tens at worst, against a 1 s bound.  Missing it costs a
  * legitimate client SMC on that connection, not a byte; a silent peer

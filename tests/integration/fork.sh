@@ -14,7 +14,10 @@
 # children leave with os._exit or SIGTERM, so they print no summary.)  On
 # $SMCR_TEST_ADDR (lib.sh); with SMCR_TEST_TRANSPORT set, smcrd runs and
 # every connection under the preload must go over that transport (over
-# RDMA a forked child may then leave for TCP: on_transport_forked).
+# RDMA a forked child may then leave for TCP: on_transport_forked), and
+# over RDMA each client made its device ready before its handshake, so that
+# its Proposal is not late (a new process's verbs take seconds in a slow
+# guest).
 . "$(dirname "$0")/lib.sh"
 need socat
 daemon=0
@@ -153,6 +156,9 @@ for kind in socat python prefork; do
 			fi
 		done
 		expect_eq "$name: clients whose libsmcr saw the connect and counted $SIZE out and in" "$clients_ok" "$N"
+		[ "$TEST_TRANSPORT" != rdma ] || expect_eq "$name: clients ready for RDMA before the handshake" \
+			"$(grep -l 'rdma: ready for a Proposal, before the first handshake' \
+				"$WORK"/client-"$name"-*.err | wc -l)" "$N"
 		if [ "$kind" = socat ]; then
 			children=$(for pid in $(sed -nE "s/^libsmcr\[([0-9]+)\]: info: socat: tcp: .*/\1/p" "$serr" | grep -vx "$srv"); do
 					summary "$serr" socat "$pid"; done | sort | uniq -c | sed 's/^ *//')

@@ -720,6 +720,7 @@ const struct smc_transport_ops smc_rdma_ops = {
 		.lost_by_fork = true,
 		.staging = true,
 		.local_block = smc_rdma_local_block,
+		.prepare_client = smc_rdma_prepare_client,
 		.join_peer = smc_rdma_link_to_peer,
 		.describe = rdma_describe,
 		.peer_token = rdma_peer_token,

@@ -11,6 +11,12 @@
  * whose events (a peer's connect request, a disconnect) this file handles.
  * A link that is up stays in the table until it fails or has been idle
  * for smc_rdma.idle_ms (smc_rdma_link.c).
+ *
+ * A process listens on an address when its first connection there needs
+ * the local block, or, as a client, before its first handshake with
+ * another host (smc_rdma_prepare_client): loading the libraries and
+ * opening the device took a new process seconds in a loaded guest, and
+ * the Proposal that waited for them came after the server gave up on it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -258,6 +264,67 @@ found:
 out:
 	pthread_mutex_unlock(&smc_rdma.lock);
 	return rc;
+}
+
+/* Whether sa is a loopback address, plain or IPv4-mapped: never served by RDMA. */
+static bool loopback(const struct sockaddr *sa)
+{
+	const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+	if (sa->sa_family == AF_INET)
+		return ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24 == 127;
+	return IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
+}
+
+static bool unspecified(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+	return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
+/*
+ * The address sock will connect to peer from: its own if bound to one,
+ * else the route's (a UDP socket connected to peer says it, and sends
+ * nothing).  0 or a negative errno.
+ */
+static int source_for(int sock, const struct sockaddr *peer, socklen_t len,
+		      struct sockaddr_storage *local)
+{
+	socklen_t local_len = sizeof(*local);
+	int udp, rc = 0;
+
+	if (REAL(getsockname)(sock, (struct sockaddr *)local, &local_len) == 0 &&
+	    local->ss_family == peer->sa_family && !unspecified((struct sockaddr *)local))
+		return 0;
+	udp = REAL(socket)(peer->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (udp < 0)
+		return -errno;
+	local_len = sizeof(*local);
+	if (REAL(connect)(udp, peer, len) ||
+	    REAL(getsockname)(udp, (struct sockaddr *)local, &local_len))
+		rc = -errno;
+	REAL(close)(udp);
+	return rc;
+}
+
+void smc_rdma_prepare_client(int sock, const struct sockaddr *peer, socklen_t len, bool remote)
+{
+	struct sockaddr_storage local;
+	struct smc_rdma_local me;
+	int saved_errno = errno;
+
+	if ((peer->sa_family != AF_INET || len < sizeof(struct sockaddr_in)) &&
+	    (peer->sa_family != AF_INET6 || len < sizeof(struct sockaddr_in6)))
+		return;
+	/* a peer not served (on this host, if remote) does not count as the first time */
+	if (!loopback(peer) && !atomic_load(&smc_rdma.client_prepared) &&
+	    source_for(sock, peer, len, &local) == 0 &&
+	    !(remote && same_ip((struct sockaddr *)&local, peer)) &&
+	    !atomic_exchange(&smc_rdma.client_prepared, true) &&
+	    smc_rdma_listen((struct sockaddr *)&local, &me) == 0)
+		smcr_log(SMCR_LOG_DEBUG, "rdma: ready for a Proposal, before the first handshake");
+	errno = saved_errno;
 }
 
 /* The next rdma_cm event on ch, which must be want, within timeout_ms; copies its hello. */

@@ -370,6 +370,7 @@ void smc_rdma_fork_child(void)
 	smc_rdma.retired = NULL;	/* registered in the parent's PDs: leaked */
 	started = false;
 	start_err = 0;
+	atomic_store(&smc_rdma.client_prepared, false);	/* the child starts anew */
 	pthread_mutex_unlock(&smc_rdma.lock);
 	pthread_mutex_unlock(&start_lock);
 }

@@ -104,6 +104,14 @@ void smc_rdma_set_slots(unsigned int send_slots, unsigned int recv_slots);
 int smc_rdma_listen(const struct sockaddr *local, struct smc_rdma_local *out);
 
 /*
+ * A client's TCP socket sock is about to connect to peer: the first time
+ * in this process, listens (smc_rdma_listen) on the address it will
+ * connect from, unless peer is a loopback address or, if remote, that
+ * address is peer's own (struct smc_transport_setup, prepare_client).
+ */
+void smc_rdma_prepare_client(int sock, const struct sockaddr *peer, socklen_t len, bool remote);
+
+/*
  * Buffers of 16 KiB << size_class for dev, from its pools (memory reused
  * after put), not registered yet: an RMB, which the peer may write, or a
  * staging buffer, which it may not.  NULL: out of memory.
