@@ -33,6 +33,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "real.h"
@@ -526,18 +527,28 @@ static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr, unsigned int
 	return 0;
 }
 
-/* Until the WR posted as number seq has completed: 0, -ETIMEDOUT or -ECONNRESET. */
+/*
+ * Until the WR posted as number seq has completed: 0, -ETIMEDOUT or
+ * -ECONNRESET.  Up to SMC_CLC_WAIT_MS: what waits is a connection's last
+ * CDC, which must leave before the process can exit and take its QP, and
+ * every WRITE before it, with it (on a loaded host a soft device can take
+ * over a second to send the RMB's worth ahead of it).
+ */
 static int wait_completed(struct smc_rdma_link *link, uint64_t seq)
 {
-	uint64_t end = smc_clock_ns() + (uint64_t)SMC_CLC_WAIT_SHORT_MS * 1000000;
+	uint64_t end = smc_clock_ns() + (uint64_t)SMC_CLC_WAIT_MS * 1000000;
 
-	while (atomic_load(&link->completed) < seq) {
+	/* a few yields, then pauses: a device that lags must not lose its CPU to us */
+	for (unsigned int round = 0; atomic_load(&link->completed) < seq; round++) {
 		if (link_dead(link))
 			return -ECONNRESET;
 		if (smc_clock_ns() > end)
 			return -ETIMEDOUT;
 		smc_rdma_link_poll(link);
-		sched_yield();
+		if (round < 64)
+			sched_yield();
+		else
+			usleep(1000);
 	}
 	return 0;
 }
@@ -582,7 +593,13 @@ int smc_rdma_post(struct smc_rdma_link *link, const struct smc_rdma_write *write
 	for (unsigned int j = 0; j + 1 < i; j++)
 		wr[j].next = &wr[j + 1];
 	rc = post(link, wr, i, &last);
-	return rc || !(how & SMC_RDMA_DELIVERED) ? rc : wait_completed(link, last);
+	if (rc || !(how & SMC_RDMA_DELIVERED))
+		return rc;
+	rc = wait_completed(link, last);
+	if (rc == -ETIMEDOUT)
+		smcr_log(SMCR_LOG_WARN, "rdma: qp %u: a last CDC not sent in %d ms", link->info.qpn,
+			 SMC_CLC_WAIT_MS);
+	return rc;
 }
 
 void smc_rdma_dev_fail_links(struct rdma_dev *dev, const char *why)
