@@ -144,7 +144,8 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 	if (state == SMCR_FD_TCP && addr && addr->sa_family != AF_UNSPEC) {
 		smcr_handshake_offer(fd);
-		smcr_sock_before_connect(fd, addr, len);
+		if (!smcr_sys_borrowed_memory())   /* a vfork child starts no thread */
+			smcr_sock_before_connect(fd, addr, len);
 	}
 	int rc = REAL(connect)(fd, addr, len);
 
