@@ -467,6 +467,15 @@ int smcr_sys_wait_fd(int fd, short events, uint64_t deadline)
 	return rc;
 }
 
+int smcr_sys_poll_until(struct pollfd *fds, nfds_t nfds, uint64_t deadline)
+{
+	int n;
+
+	while ((n = smcr_sys_poll(fds, nfds, smc_ms_until(deadline))) < 0 && errno == EINTR)
+		;
+	return n;
+}
+
 void smcr_sys_reset(int fd)
 {
 	struct sockaddr unspec = { .sa_family = AF_UNSPEC };

@@ -207,6 +207,13 @@ static inline int smc_ms_until(uint64_t deadline)
 int smcr_sys_wait_fd(int fd, short events, uint64_t deadline);
 
 /*
+ * smcr_sys_poll() until deadline (smc_clock_ns; 0: just look), polling
+ * again after a signal: the count of ready entries, 0 once the deadline
+ * passed, or -1 and errno (never EINTR).
+ */
+int smcr_sys_poll_until(struct pollfd *fds, nfds_t nfds, uint64_t deadline);
+
+/*
  * Writes all len bytes of buf on socket fd by deadline (smc_clock_ns),
  * never blocking in send and never raising SIGPIPE: 0, or a negative
  * errno (-ETIMEDOUT: not all went by then).  errno unchanged.

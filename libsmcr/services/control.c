@@ -103,21 +103,7 @@ static bool send_locked(const struct smcr_control_msg *m, const int *out, size_t
 /* Waits for smcrd's reply at most REPLY_TIMEOUT_MS, signals or not. */
 static bool reply_ready(struct pollfd *p)
 {
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	int64_t end = now.tv_sec * 1000 + now.tv_nsec / 1000000 + REPLY_TIMEOUT_MS;
-
-	for (;;) {
-		int left = (int)(end - (now.tv_sec * 1000 + now.tv_nsec / 1000000));
-		if (left <= 0)
-			return false;
-		int n = smcr_sys_poll(p, 1, left);
-		if (n == 1)
-			return true;
-		if (n == 0 || errno != EINTR)
-			return false;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-	}
+	return smcr_sys_poll_until(p, 1, smc_deadline_after(REPLY_TIMEOUT_MS)) == 1;
 }
 
 /*

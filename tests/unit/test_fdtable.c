@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <poll.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -332,6 +334,43 @@ static void waits_survive_rlimit_nofile_0(void **state)
 	close(sv[0]);
 }
 
+static volatile sig_atomic_t alarms;
+
+static void count_alarm(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
+/* A signal in the middle (no SA_RESTART) does not end smcr_sys_poll_until's wait. */
+static void poll_until_outlasts_signals(void **state)
+{
+	struct sigaction sa = { .sa_handler = count_alarm }, was;
+	struct itimerval every_20ms = { { 0, 20000 }, { 0, 20000 } }, off = { { 0, 0 }, { 0, 0 } };
+	uint64_t deadline;
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	struct pollfd p = { .fd = sv[0], .events = POLLIN };
+
+	assert_int_equal(sigaction(SIGALRM, &sa, &was), 0);
+	alarms = 0;
+	assert_int_equal(setitimer(ITIMER_REAL, &every_20ms, NULL), 0);
+	deadline = smc_deadline_after(200);
+	assert_int_equal(smcr_sys_poll_until(&p, 1, deadline), 0);
+	assert_true(smc_clock_ns() >= deadline);
+	assert_true(alarms > 0);
+	assert_int_equal(write(sv[1], "x", 1), 1);
+	assert_int_equal(smcr_sys_poll_until(&p, 1, smc_deadline_after(1000)), 1);
+	assert_int_equal(p.revents, POLLIN);
+	assert_int_equal(smcr_sys_poll_until(&p, 1, 0), 1);       /* just looks */
+	assert_int_equal(setitimer(ITIMER_REAL, &off, NULL), 0);
+	assert_int_equal(sigaction(SIGALRM, &was, NULL), 0);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -348,6 +387,7 @@ int main(void)
 		cmocka_unit_test_setup(dup_onto_kept_moves_it, reset),
 		cmocka_unit_test_setup(wake_channel_never_blocks, reset),
 		cmocka_unit_test_setup(waits_survive_rlimit_nofile_0, reset),
+		cmocka_unit_test_setup(poll_until_outlasts_signals, reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -332,13 +332,11 @@ static int expect_event(struct rdma_event_channel *ch, enum rdma_cm_event_type w
 			int timeout_ms, struct hello *h)
 {
 	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
-	uint64_t deadline = smc_deadline_after(timeout_ms);
 	struct rdma_cm_event *e;
 	int rc;
 
 	/* a signal to the application (a fork server's SIGCHLD) does not end the wait */
-	while ((rc = smcr_sys_poll(&p, 1, smc_ms_until(deadline))) < 0 && errno == EINTR)
-		;
+	rc = smcr_sys_poll_until(&p, 1, smc_deadline_after(timeout_ms));
 	if (rc <= 0)
 		return rc ? -errno : -ETIMEDOUT;
 	if (IBV(rdma_get_cm_event)(ch, &e))
