@@ -166,13 +166,15 @@ static bool never(void *arg)
 
 static void a_spin_ends_when_its_answer_comes_or_its_budget_is_spent(void **state)
 {
+	/* a bound no preemption outlasts: a busy host may hold us off CPU past 20 us */
+	const struct smcr_spin_how unhurried = { .ns = UINT32_MAX };
 	struct smcr_spin s = { 0 };
 
 	(void)state;
 	turns = 0;
-	assert_true(smcr_spin_for(&s, SMCR_SPIN_DEFAULT, third_turn, NULL));
+	assert_true(smcr_spin_for(&s, unhurried, third_turn, NULL));
 	assert_int_equal(turns, 3);
-	assert_true(s.took_ns > 0 && s.took_ns <= SMCR_SPIN_NS);
+	assert_true(s.took_ns > 0 && s.took_ns < unhurried.ns);
 	for (int i = 0; i < SMCR_SPIN_GIVE_UP; i++)
 		assert_false(smcr_spin_for(&s, SMCR_SPIN_DEFAULT, never, NULL));
 	turns = 0;
