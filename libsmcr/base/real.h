@@ -121,7 +121,10 @@
 	X(int, posix_spawnp, (pid_t *, const char *, const posix_spawn_file_actions_t *, \
 			      const posix_spawnattr_t *, char *const *, char *const *)) \
 	X(int, system, (const char *))                                              \
-	X(FILE *, popen, (const char *, const char *))
+	X(FILE *, popen, (const char *, const char *))                              \
+	/* the end of a process, whose transports finish first (preload_exit.c) */  \
+	X(void, _exit, (int))                                                       \
+	X(void, _Exit, (int))
 
 #define SMCR_REAL_TYPEDEF(ret, name, params) typedef ret(*smcr_real_##name##_t) params;
 SMCR_REAL_FUNCS(SMCR_REAL_TYPEDEF)

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 
 #include "descriptors.h"
+#include "exit.h"
 #include "filter.h"
 #include "fork.h"
 #include "handshake.h"
@@ -56,6 +57,7 @@ __attribute__((constructor)) static void smcr_init(void)
 	smcr_sock_learn_host();
 	smcr_spin_learn_cpus();
 	smcr_fork_init();
+	smcr_exit_watch();
 	smcr_log(SMCR_LOG_DEBUG, "loaded into %s", program_invocation_short_name);
 	smcr_handshake_adopt_inherited();
 	smcr_std_streams_adopt();

@@ -19,3 +19,10 @@ const struct smc_transport_ops *smc_transport(unsigned int id)
 {
 	return id < SMCR_TRANSPORTS ? transports[id] : NULL;
 }
+
+void smc_transports_process_ending(void)
+{
+	for (unsigned int id = 0; id < SMCR_TRANSPORTS; id++)
+		if (transports[id]->process_ending)
+			transports[id]->process_ending();
+}

@@ -134,6 +134,15 @@ struct smc_transport_ops {
 	void (*fork_child)(void);
 
 	/*
+	 * The process is ending (exit, _exit: entry/preload_exit.c) with
+	 * connections maybe still open: what send() took but the transport
+	 * only queued must leave now, before the process's objects go, as the
+	 * kernel's TCP sends it after the process has gone.  Bounded; never in
+	 * a vfork child.  NULL: send() leaves nothing queued.
+	 */
+	void (*process_ending)(void);
+
+	/*
 	 * Sets up our RMB of smc_rmb_size(size_class) bytes in the memory of
 	 * memfd (granted by smcrd; the transport says how many bytes it needs)
 	 * and fills in conn->rmb, conn->rmb_size (and st's), and conn->priv.  The memfd is
@@ -268,6 +277,9 @@ struct smc_transport_ops {
  * SMCR_TRANSPORT_LIST (conn_record.h), by id; NULL for an id out of range.
  */
 const struct smc_transport_ops *smc_transport(unsigned int id);
+
+/* Each transport's process_ending, in the registry's order. */
+void smc_transports_process_ending(void);
 
 /* The urgent byte the peer marked (MSG_OOB), on the receive side. */
 enum smc_urg_state {

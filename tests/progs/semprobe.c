@@ -695,6 +695,50 @@ static void row_vfork(void)
 	unpair(c, s);
 }
 
+/* A child's connection: it connects, sends len bytes of data and ends at once by how. */
+static void send_and_end(const char *data, size_t len, void (*how)(int))
+{
+	struct sockaddr_in a = loopback();
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+
+	how(c >= 0 && connect(c, (void *)&a, sizeof(a)) == 0 &&
+	    send(c, data, len, 0) == (ssize_t)len ? 0 : 1);
+}
+
+/*
+ * A child that makes its own connection, sends and ends at once, without
+ * closing it: by _exit, then by _Exit.  Its peer reads every byte, then
+ * the end, as over TCP, where the kernel sends them after the child has
+ * gone.
+ */
+static void row_sender_ends(void)
+{
+	static char data[256 * 1024];
+	void (*const ends[])(int) = { _exit, _Exit };
+	const char *const names[] = { "_exit", "_Exit" };
+	char buf[65536];
+
+	puts("== a child sends and ends at once, without close");
+	memset(data, 'e', sizeof(data));
+	for (unsigned int i = 0; i < 2; i++) {
+		size_t got = 0;
+		ssize_t n;
+		int s, status;
+		pid_t child = fork();
+
+		if (child == 0)
+			send_and_end(data, sizeof(data), ends[i]);
+		s = accept(listener, NULL, NULL);
+		while ((n = recv(s, buf, sizeof(buf), 0)) > 0)
+			got += (size_t)n;
+		printf("%-44s %zu bytes, then rc=%zd\n", names[i], got, n);
+		CALL("the child's exit status",
+		     waitpid(child, &status, 0) == child && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		close(s);
+		pairs++;
+	}
+}
+
 /*
  * A child that confines itself as sandboxes do, then uses a connection:
  * RLIMIT_NOFILE 1 (below what an SMC wait watches) and RLIMIT_FSIZE 0 (a
@@ -1032,6 +1076,7 @@ int main(int argc, char **argv)
 	row_raw_clone();
 	row_exec_fails();
 	row_vfork();
+	row_sender_ends();
 	row_confined_child();
 	row_stdio();
 	row_dup2_over_high();

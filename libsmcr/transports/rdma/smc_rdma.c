@@ -728,6 +728,7 @@ const struct smc_transport_ops smc_rdma_ops = {
 	.fork_prepare = smc_rdma_fork_prepare,
 	.fork_parent = smc_rdma_fork_parent,
 	.fork_child = smc_rdma_fork_child,
+	.process_ending = smc_rdma_process_ending,
 	.create_rmb = rdma_create_rmb,
 	.map_rmb = rdma_map_rmb,
 	.attach_peer = rdma_attach_peer,

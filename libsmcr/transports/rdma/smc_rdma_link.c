@@ -528,16 +528,15 @@ static int post(struct smc_rdma_link *link, struct ibv_send_wr *wr, unsigned int
 }
 
 /*
- * Until the WR posted as number seq has completed: 0, -ETIMEDOUT or
- * -ECONNRESET.  Up to SMC_CLC_WAIT_MS: what waits is a connection's last
- * CDC, which must leave before the process can exit and take its QP, and
- * every WRITE before it, with it (on a loaded host a soft device can take
- * over a second to send the RMB's worth ahead of it).
+ * Until the WR posted as number seq has completed or end (smc_clock_ns)
+ * passes: 0, -ETIMEDOUT or -ECONNRESET.  What waits is a connection's last
+ * CDC, or a process's last WR, which must leave before the process can
+ * exit and take its QP, and every WRITE before it, with it (on a loaded
+ * host a soft device can take over a second to send the RMB's worth ahead
+ * of it).
  */
-static int wait_completed(struct smc_rdma_link *link, uint64_t seq)
+static int wait_completed(struct smc_rdma_link *link, uint64_t seq, uint64_t end)
 {
-	uint64_t end = smc_clock_ns() + (uint64_t)SMC_CLC_WAIT_MS * 1000000;
-
 	/* a few yields, then pauses: a device that lags must not lose its CPU to us */
 	for (unsigned int round = 0; atomic_load(&link->completed) < seq; round++) {
 		if (link_dead(link))
@@ -553,6 +552,11 @@ static int wait_completed(struct smc_rdma_link *link, uint64_t seq)
 	return 0;
 }
 
+static uint64_t wait_end(void)
+{
+	return smc_clock_ns() + (uint64_t)SMC_CLC_WAIT_MS * 1000000;
+}
+
 int smc_rdma_post(struct smc_rdma_link *link, const struct smc_rdma_write *writes, unsigned int n,
 		  const uint8_t *cdc, unsigned int how)
 {
@@ -564,6 +568,8 @@ int smc_rdma_post(struct smc_rdma_link *link, const struct smc_rdma_write *write
 
 	if (n > SMC_RDMA_POST_MAX || (!n && !cdc))
 		return -EINVAL;
+	if (cdc && atomic_load_explicit(&smc_rdma.ending, memory_order_relaxed))
+		how |= SMC_RDMA_DELIVERED;	/* smc_rdma_process_ending */
 	memset(wr, 0, sizeof(wr));
 	for (i = 0; i < n; i++) {
 		const struct smc_rdma_write *w = &writes[i];
@@ -595,11 +601,106 @@ int smc_rdma_post(struct smc_rdma_link *link, const struct smc_rdma_write *write
 	rc = post(link, wr, i, &last);
 	if (rc || !(how & SMC_RDMA_DELIVERED))
 		return rc;
-	rc = wait_completed(link, last);
+	rc = wait_completed(link, last, wait_end());
 	if (rc == -ETIMEDOUT)
 		smcr_log(SMCR_LOG_WARN, "rdma: qp %u: a last CDC not sent in %d ms", link->info.qpn,
 			 SMC_CLC_WAIT_MS);
 	return rc;
+}
+
+/*
+ * The process is ending.  Its QPs go with it, and with them every WR not
+ * yet sent, though send() returned for its bytes.  So each link of ours
+ * whose WRs are not all known done gets one more, signalled, whose
+ * completion says that all before it left: a zero-length RDMA WRITE, for
+ * which no key or address is checked (InfiniBand's C9-88; iWARP likewise)
+ * and which the peer never sees.  We wait for those, up to
+ * SMC_CLC_WAIT_MS in all.  From then on every CDC is delivered before its
+ * post returns: exit() still sends after us (stdio flushes its buffers
+ * after the atexit handlers).  Locks are only tried, each for
+ * ENDING_LOCK_MS: the caller may be a signal handler that interrupted
+ * their holder.  The link references taken are not given back.
+ */
+#define ENDING_LOCK_MS 100
+
+static bool lock_soon(pthread_mutex_t *m)
+{
+	uint64_t end = smc_clock_ns() + (uint64_t)ENDING_LOCK_MS * 1000000;
+
+	while (pthread_mutex_trylock(m)) {
+		if (smc_clock_ns() > end)
+			return false;
+		usleep(1000);
+	}
+	return true;
+}
+
+/* Our links that are up, each referenced, listed through ending_next. */
+static struct smc_rdma_link *links_ending(void)
+{
+	struct smc_rdma_link *list = NULL;
+
+	if (!lock_soon(&smc_rdma.lock))
+		return NULL;
+	for (struct smc_rdma_link *link = smc_rdma.links; link; link = link->next)
+		if (!smc_rdma_foreign(link->gen) && atomic_load(&link->state) == LINK_UP) {
+			link->refs++;
+			link->ending_next = list;
+			list = link;
+		}
+	pthread_mutex_unlock(&smc_rdma.lock);
+	return list;
+}
+
+/* Posts the last WR after link's others (a slot free by end): its number, or 0. */
+static uint64_t post_last(struct smc_rdma_link *link, uint64_t end)
+{
+	struct ibv_send_wr wr = { .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr *bad;
+	uint64_t outstanding, seq = 0;
+
+	for (;;) {
+		if (!lock_soon(&link->lock))
+			return 0;
+		outstanding = link->posted - atomic_load(&link->completed);
+		if (link_dead(link) || !outstanding || outstanding < link->send_slots ||
+		    smc_clock_ns() > end)
+			break;
+		pthread_mutex_unlock(&link->lock);
+		smc_rdma_link_poll(link);
+		usleep(1000);
+	}
+	if (!link_dead(link) && outstanding && outstanding < link->send_slots) {
+		wr.wr_id = ++link->posted;
+		if (ibv_post_send(link->qp, &wr, &bad) == 0)
+			seq = link->posted;
+		else
+			link->posted--;
+	}
+	pthread_mutex_unlock(&link->lock);
+	return seq;
+}
+
+void smc_rdma_process_ending(void)
+{
+	uint64_t start = smc_clock_ns(), end = wait_end();
+	unsigned int links = 0, unsent = 0;
+	struct smc_rdma_link *list;
+
+	atomic_store(&smc_rdma.ending, true);
+	list = links_ending();
+	for (struct smc_rdma_link *link = list; link; link = link->ending_next) {
+		link->ending_seq = post_last(link, end);
+		links++;
+		unsent += link->ending_seq != 0;
+	}
+	for (struct smc_rdma_link *link = list; link; link = link->ending_next)
+		if (link->ending_seq && wait_completed(link, link->ending_seq, end) == -ETIMEDOUT)
+			smcr_log(SMCR_LOG_WARN, "rdma: qp %u: not all sent in %d ms, at the exit",
+				 link->info.qpn, SMC_CLC_WAIT_MS);
+	if (links)
+		smcr_log(SMCR_LOG_DEBUG, "rdma: ending: %u links, %u with WRs unsent, %llu us",
+			 links, unsent, (unsigned long long)(smc_clock_ns() - start) / 1000);
 }
 
 void smc_rdma_dev_fail_links(struct rdma_dev *dev, const char *why)

@@ -194,7 +194,8 @@ struct smc_rdma_write {
 /* How smc_rdma_post sends its CDC. */
 enum {
 	SMC_RDMA_SOLICITED = 1,		/* the peer's thread is woken for it */
-	SMC_RDMA_DELIVERED = 2,		/* returns once the peer's QP has it (or after 1 s) */
+	SMC_RDMA_DELIVERED = 2,		/* returns once the peer's QP has it (or after
+					   SMC_CLC_WAIT_MS); every CDC, once the process is ending */
 };
 
 /*
@@ -206,6 +207,13 @@ enum {
  */
 int smc_rdma_post(struct smc_rdma_link *link, const struct smc_rdma_write *writes, unsigned int n,
 		  const uint8_t *cdc, unsigned int how);
+
+/*
+ * The process is ending (exit, _exit): waits, bounded, until every WR that
+ * its links took has left, since its QPs go with it (smc_transport.h,
+ * process_ending).
+ */
+void smc_rdma_process_ending(void);
 
 /* Takes the link's completions now, unless another thread is at it (CDCs are delivered). */
 void smc_rdma_link_poll(struct smc_rdma_link *link);

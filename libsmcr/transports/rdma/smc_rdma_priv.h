@@ -103,6 +103,8 @@ struct smc_rdma_link {
 	uint8_t *recv_buf;
 	struct ibv_mr *recv_mr;
 	struct smc_rdma_link *next;		/* in smc_rdma.links, then smc_rdma.reap */
+	struct smc_rdma_link *ending_next;	/* smc_rdma_process_ending's list */
+	uint64_t ending_seq;			/* its WR to wait for there (0: none) */
 };
 /* A link to the process (peer, instance) that a thread of ours is connecting. */
 struct rdma_connecting {
@@ -127,6 +129,7 @@ struct smc_rdma_state {
 	uint64_t rearm_at;			/* the poller's: when to arm the rearm_due links (0: none) */
 	unsigned int idle_ms;			/* idle links go after this; 0: never */
 	atomic_bool client_prepared;		/* smc_rdma_prepare_client has run */
+	atomic_bool ending;			/* smc_rdma_process_ending has run */
 	/*
 	 * +1 in a forked child: links and devices of an older generation are
 	 * the parent's (smc_rdma_dev.c, "fork"), and no verb ever touches them.
