@@ -13,20 +13,25 @@
  * may still send, run before it; and from _exit, which runs no handler
  * (Python's os._exit, a forked child's usual way out, a signal handler's).
  * Not in a vfork child: the links are its parent's, in its parent's
- * memory.
+ * memory.  The socket layer goes first: a late Proposal left on a
+ * server's stream would have the kernel reset the connection as it
+ * closes it (smc_sock.h).
  */
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "exit.h"
 #include "real.h"
+#include "smc_sock.h"
 #include "smc_transport.h"
 #include "sys.h"
 
 static void process_ending(void)
 {
-	if (!smcr_sys_borrowed_memory())
-		smc_transports_process_ending();
+	if (smcr_sys_borrowed_memory())
+		return;
+	smcr_sock_process_ending();
+	smc_transports_process_ending();
 }
 
 void smcr_exit_watch(void)

@@ -78,6 +78,15 @@ void smcr_sock_before_connect(int fd, const struct sockaddr *peer, socklen_t len
 enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk);
 
 /*
+ * The process is ending (exit, _exit) with connections open: a late
+ * Proposal that a server declined for is read off the stream if it came,
+ * so that the kernel's close does not reset the connection.  Never waits
+ * on a peer; the lock over the process's connections is only tried (the
+ * caller may be a signal handler that interrupted its holder).
+ */
+void smcr_sock_process_ending(void);
+
+/*
  * The process is about to install a seccomp filter that forbids calls of
  * the fast path (entry/preload_confine.c): from now on it offers no SMC (a
  * Proposal gets a Decline, CONFINED), and each exchange it has under way is

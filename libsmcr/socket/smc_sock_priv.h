@@ -47,6 +47,7 @@ _Static_assert(sizeof(struct sock_shared) <= STATE_BYTES, "the state outgrew its
 enum walk_kind {
 	WALK_OFFER,             /* offers before a hand-over */
 	WALK_SANDBOX,           /* a sandbox: exchanges settled, connections leaving */
+	WALK_ENDING,            /* the process ends: late Proposals read off */
 	WALK_KINDS
 };
 

@@ -889,6 +889,8 @@ struct smcr_sock *smcr_sock_get(struct smcr_sock *sk)
 	return sk;
 }
 
+static void discard_late_proposal(struct smcr_sock *sk, int fd);
+
 /* This process's last descriptor of sk, fd, is closing; the last process's ends it. */
 static void sock_close(struct smcr_sock *sk, int fd)
 {
@@ -896,6 +898,7 @@ static void sock_close(struct smcr_sock *sk, int fd)
 
 	if (atomic_fetch_sub(&sk->sh->holders, 1) != 1)
 		return;
+	discard_late_proposal(sk, fd);
 	smc_conn_lock(conn);
 	if (phase_of(sk) == SMCR_SOCK_SMC && view_complete(sk, fd)) {
 		smc_conn_unlock(conn);
@@ -989,13 +992,9 @@ static void hand_over_borrowed(struct smcr_exec_handover *h)
 /* A number for one walk over the connections, which marks those it takes. */
 static unsigned long walk_round(void)
 {
-	static unsigned long rounds;
-	unsigned long round;
+	static _Atomic unsigned long rounds;
 
-	pthread_mutex_lock(&all_lock);
-	round = ++rounds;
-	pthread_mutex_unlock(&all_lock);
-	return round;
+	return atomic_fetch_add(&rounds, 1) + 1;
 }
 
 /* A walk: act on every connection it wants, each once (walk_outside_lock). */
@@ -1006,7 +1005,25 @@ struct walk {
 	void (*act)(struct smcr_sock *sk, const struct walk *w);
 	enum smcr_reason reason;        /* a leave's */
 	bool incomplete_only;           /* a leave's: only views that cannot be completed */
+	bool lock_tried;                /* all_lock only tried: the caller may interrupt its holder */
 };
+
+/* Takes all_lock, or (w->lock_tried) gives up after 100 ms of tries: false. */
+static bool lock_all(const struct walk *w)
+{
+	uint64_t end = smc_clock_ns() + 100 * 1000000ull;
+
+	if (!w->lock_tried) {
+		pthread_mutex_lock(&all_lock);
+		return true;
+	}
+	while (pthread_mutex_trylock(&all_lock)) {
+		if (smc_clock_ns() > end)
+			return false;
+		usleep(1000);
+	}
+	return true;
+}
 
 /*
  * Acts on every connection w wants.  The acts run outside all_lock: they
@@ -1022,7 +1039,8 @@ static void walk_outside_lock(const struct walk *w)
 
 	do {
 		n = 0;
-		pthread_mutex_lock(&all_lock);
+		if (!lock_all(w))
+			return;
 		for (struct smcr_sock *sk = all; sk && n < 16; sk = sk->next)
 			if (sk->walked[w->kind] != w->round && w->wanted(sk, w->round)) {
 				sk->walked[w->kind] = w->round;
@@ -1596,6 +1614,45 @@ static void settle_capped(struct smcr_sock *sk, const struct walk *w)
 	(void)w;
 	if (phase_of(sk) <= SMCR_SOCK_SETUP && fd >= 0)
 		settle(sk, fd, true, SMC_CLC_WAIT_MS, false);
+}
+
+/*
+ * Declined for want of a Proposal (NOPROPOSAL), and the late Proposal not
+ * yet read off the stream.  If it is still there when the TCP socket
+ * closes, the kernel resets the connection (unread data) and drops what
+ * the application wrote that the peer has not yet taken: a reset TCP
+ * would not give.  So it is read off then, if it came.  It is not waited
+ * for: a close or an exit must not wait on a peer that may be silent.  One
+ * that comes after the close still resets, as bytes do that reach a
+ * closed TCP socket, by then mostly after the answer was taken.
+ */
+static bool owes_discard(const struct smcr_sock *sk, unsigned long round)
+{
+	(void)round;
+	return phase_of(sk) == SMCR_SOCK_SETUP &&
+	       atomic_load_explicit(&sk->sh->writes_tcp, memory_order_acquire);
+}
+
+static void discard_late_proposal(struct smcr_sock *sk, int fd)
+{
+	if (fd >= 0 && owes_discard(sk, 0))
+		settle(sk, fd, false, 0, false);
+}
+
+static void discard_walked(struct smcr_sock *sk, const struct walk *w)
+{
+	(void)w;
+	discard_late_proposal(sk, fd_of(sk));
+}
+
+void smcr_sock_process_ending(void)
+{
+	int saved_errno = errno;
+
+	walk_outside_lock(&(struct walk){ .kind = WALK_ENDING, .round = walk_round(),
+					  .wanted = owes_discard, .act = discard_walked,
+					  .lock_tried = true });
+	errno = saved_errno;
 }
 
 void smcr_sock_confine(void)

@@ -5,15 +5,18 @@
  * (control_proto.h), and marks its sockets in the ownership map smcrd gives
  * it, so that its SYNs carry the option; libsmcr would send its Proposal.
  *
- *   silent_peer ADDR PORT N BYTES
+ *   silent_peer ADDR PORT N BYTES [late]
  *       N connections to ADDR:PORT (IPv4), all made before any is read;
  *       then, from each, a banner of BYTES bytes, and, if BYTES is not 0,
  *       the stream to its end (10 s at most for all).  Prints per
  *       connection "conn I: decline 0xCODE then TEXT, END" when the stream
  *       begins with a whole CLC Decline (CODE its diagnosis, TEXT what
- *       follows it; END "end" if the stream ended, else "open"), else
+ *       follows it, or "N bytes" if longer than 64; END "end" if the
+ *       stream ended, "reset" if it was reset, else "open"), else
  *       "conn I: TEXT, END"; then "done", and holds the connections open
  *       until killed.
+ *       late: a client that was too slow, not a silent one: on a Decline,
+ *       it sends its Proposal then (SMC-D), as libsmcr would have.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -77,19 +80,35 @@ static int marked_connect(int map, const struct sockaddr_in *sa)
 	return s;
 }
 
+/* A Proposal, as a client's library sends it (SMC-D), late: the Decline came first. */
+static void propose(int s)
+{
+	const struct smc_clc_proposal prop = { .smc_type = SMC_TYPE_D, .ism_gid = 1,
+					       .prefix_len = 8 };
+	uint8_t msg[SMC_CLC_MAX_LEN];
+	int len = smc_clc_encode_proposal(msg, sizeof(msg), &prop);
+
+	if (len <= 0 || send(s, msg, (size_t)len, MSG_NOSIGNAL) != len) {
+		perror("silent_peer: a late Proposal");
+		exit(1);
+	}
+}
+
 /*
  * The stream of s into buf, at most size bytes: BYTES of banner, after the
- * Decline it may begin with; then, for a banner, to its end; until deadline
- * (CLOCK_MONOTONIC seconds).  *ended: the stream ended.  How many came.
+ * Decline it may begin with (late: then our Proposal goes); then, for a
+ * banner, to its end; until deadline (CLOCK_MONOTONIC seconds).  *end: how
+ * the stream ended.  How many came.
  */
-static size_t read_banner(int s, char *buf, size_t size, size_t bytes, time_t deadline,
-			  bool *ended)
+static size_t read_banner(int s, char *buf, size_t size, size_t bytes, bool late,
+			  time_t deadline, const char **end)
 {
 	static const char eyecatcher[] = "\xe2\xd4\xc3\xd9";
 	size_t got = 0, want = bytes;
 	struct timespec now;
+	bool proposed = false;
 
-	*ended = false;
+	*end = "open";
 	while ((got < want || (bytes && got < size)) &&
 	       clock_gettime(CLOCK_MONOTONIC, &now) == 0 && now.tv_sec < deadline) {
 		struct pollfd p = { .fd = s, .events = POLLIN };
@@ -99,30 +118,44 @@ static size_t read_banner(int s, char *buf, size_t size, size_t bytes, time_t de
 			continue;
 		n = recv(s, buf + got, size - got, 0);
 		if (n <= 0) {
-			*ended = n == 0;
+			*end = n == 0 ? "end" : errno == ECONNRESET ? "reset" : "open";
 			break;
 		}
 		got += (size_t)n;
 		if (got >= 4 && !memcmp(buf, eyecatcher, 4))
 			want = SMC_CLC_DECLINE_LEN + bytes;
+		if (late && !proposed && want > bytes && got >= SMC_CLC_DECLINE_LEN) {
+			propose(s);
+			proposed = true;
+		}
 	}
 	return got;
 }
 
-/* What connection i received: the Decline it begins with, if whole, then the rest. */
-static void show(int i, const char *buf, size_t got, bool ended)
+/* Text of got bytes at buf, or how many if too many to show. */
+static void show_text(const char *buf, size_t got)
 {
-	const char *end = ended ? "end" : "open";
+	if (got > 64)
+		printf("%zu bytes", got);
+	else
+		printf("%.*s", (int)got, buf);
+}
+
+/* What connection i received: the Decline it begins with, if whole, then the rest. */
+static void show(int i, const char *buf, size_t got, const char *end)
+{
 	struct smc_clc_msg m;
 
+	printf("conn %d: ", i);
 	if (got >= SMC_CLC_DECLINE_LEN &&
 	    smc_clc_decode((const uint8_t *)buf, SMC_CLC_DECLINE_LEN, &m) == SMCR_REASON_NONE &&
 	    m.hdr.type == SMC_CLC_DECLINE) {
-		printf("conn %d: decline 0x%08x then %.*s, %s\n", i, m.decline.peer_diagnosis,
-		       (int)(got - SMC_CLC_DECLINE_LEN), buf + SMC_CLC_DECLINE_LEN, end);
-		return;
+		printf("decline 0x%08x then ", m.decline.peer_diagnosis);
+		buf += SMC_CLC_DECLINE_LEN;
+		got -= SMC_CLC_DECLINE_LEN;
 	}
-	printf("conn %d: %.*s, %s\n", i, (int)got, buf, end);
+	show_text(buf, got);
+	printf(", %s\n", end);
 }
 
 int main(int argc, char **argv)
@@ -133,8 +166,9 @@ int main(int argc, char **argv)
 	size_t bytes;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc != 5 || inet_pton(AF_INET, argv[1], &sa.sin_addr) != 1) {
-		fprintf(stderr, "usage: silent_peer ADDR PORT N BYTES\n");
+	if (argc < 5 || argc > 6 || (argc == 6 && strcmp(argv[5], "late")) ||
+	    inet_pton(AF_INET, argv[1], &sa.sin_addr) != 1) {
+		fprintf(stderr, "usage: silent_peer ADDR PORT N BYTES [late]\n");
 		return 2;
 	}
 	sa.sin_port = htons((uint16_t)atoi(argv[2]));
@@ -151,10 +185,10 @@ int main(int argc, char **argv)
 	printf("connected %d\n", n);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	for (int i = 0; i < n; i++) {
-		bool ended;
-		size_t got = read_banner(socks[i], buf, size, bytes, now.tv_sec + 10, &ended);
+		const char *end;
+		size_t got = read_banner(socks[i], buf, size, bytes, argc == 6, now.tv_sec + 10, &end);
 
-		show(i, buf, got, ended);
+		show(i, buf, got, end);
 	}
 	printf("done\n");
 	for (;;)
