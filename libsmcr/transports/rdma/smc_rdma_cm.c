@@ -17,6 +17,7 @@
  * another host (smc_rdma_prepare_client): loading the libraries and
  * opening the device took a new process seconds in a loaded guest, and
  * the Proposal that waited for them came after the server gave up on it.
+ * Threads that connect meanwhile wait for that first one.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,6 +28,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "real.h"
@@ -308,6 +310,19 @@ static int source_for(int sock, const struct sockaddr *peer, socklen_t len,
 	return rc;
 }
 
+/*
+ * Another thread is making RDMA ready: until it has, for SMC_CLC_WAIT_MS
+ * at most.  Our Proposal needs the same, right after our handshake, and
+ * would otherwise wait for it there, past the server's bound.
+ */
+static void await_prepared(void)
+{
+	uint64_t end = smc_clock_ns() + (uint64_t)SMC_CLC_WAIT_MS * 1000000;
+
+	while (!atomic_load(&smc_rdma.client_ready) && smc_clock_ns() < end)
+		usleep(1000);
+}
+
 void smc_rdma_prepare_client(int sock, const struct sockaddr *peer, socklen_t len, bool remote)
 {
 	struct sockaddr_storage local;
@@ -318,12 +333,19 @@ void smc_rdma_prepare_client(int sock, const struct sockaddr *peer, socklen_t le
 	    (peer->sa_family != AF_INET6 || len < sizeof(struct sockaddr_in6)))
 		return;
 	/* a peer not served (on this host, if remote) does not count as the first time */
-	if (!loopback(peer) && !atomic_load(&smc_rdma.client_prepared) &&
-	    source_for(sock, peer, len, &local) == 0 &&
-	    !(remote && same_ip((struct sockaddr *)&local, peer)) &&
-	    !atomic_exchange(&smc_rdma.client_prepared, true) &&
-	    smc_rdma_listen((struct sockaddr *)&local, &me) == 0)
-		smcr_log(SMCR_LOG_DEBUG, "rdma: ready for a Proposal, before the first handshake");
+	if (loopback(peer) || atomic_load(&smc_rdma.client_ready) ||
+	    source_for(sock, peer, len, &local) != 0 ||
+	    (remote && same_ip((struct sockaddr *)&local, peer))) {
+		errno = saved_errno;
+		return;
+	}
+	if (atomic_exchange(&smc_rdma.client_prepared, true)) {
+		await_prepared();
+	} else {
+		if (smc_rdma_listen((struct sockaddr *)&local, &me) == 0)
+			smcr_log(SMCR_LOG_DEBUG, "rdma: ready for a Proposal, before the first handshake");
+		atomic_store(&smc_rdma.client_ready, true);
+	}
 	errno = saved_errno;
 }
 

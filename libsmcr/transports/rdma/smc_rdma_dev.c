@@ -371,6 +371,7 @@ void smc_rdma_fork_child(void)
 	started = false;
 	start_err = 0;
 	atomic_store(&smc_rdma.client_prepared, false);	/* the child starts anew */
+	atomic_store(&smc_rdma.client_ready, false);
 	pthread_mutex_unlock(&smc_rdma.lock);
 	pthread_mutex_unlock(&start_lock);
 }

@@ -128,7 +128,8 @@ struct smc_rdma_state {
 	unsigned int send_slots, recv_slots;
 	uint64_t rearm_at;			/* the poller's: when to arm the rearm_due links (0: none) */
 	unsigned int idle_ms;			/* idle links go after this; 0: never */
-	atomic_bool client_prepared;		/* smc_rdma_prepare_client has run */
+	atomic_bool client_prepared;		/* smc_rdma_prepare_client has begun */
+	atomic_bool client_ready;		/* ... and ended */
 	atomic_bool ending;			/* smc_rdma_process_ending has run */
 	/*
 	 * +1 in a forked child: links and devices of an older generation are
