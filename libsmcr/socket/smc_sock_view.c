@@ -1649,6 +1649,8 @@ void smcr_sock_process_ending(void)
 {
 	int saved_errno = errno;
 
+	if (__atomic_load_n(&confined, __ATOMIC_ACQUIRE))
+		return;         /* its exchanges ended before the filter */
 	walk_outside_lock(&(struct walk){ .kind = WALK_ENDING, .round = walk_round(),
 					  .wanted = owes_discard, .act = discard_walked,
 					  .lock_tried = true });

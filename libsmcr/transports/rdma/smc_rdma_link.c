@@ -33,8 +33,10 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "filter.h"
 #include "log.h"
 #include "real.h"
 #include "smc_rdma_priv.h"
@@ -681,12 +683,30 @@ static uint64_t post_last(struct smc_rdma_link *link, uint64_t end)
 	return seq;
 }
 
+/*
+ * Whether a seccomp filter lets us make the calls it takes: a soft
+ * device's doorbell (write or ioctl), and the pauses of the waits.  A
+ * process that forbade them left RDMA before it installed the filter.
+ */
+static bool ending_calls_permitted(void)
+{
+	static const long calls[] = { SYS_write, SYS_ioctl, SYS_sched_yield, SYS_clock_nanosleep };
+	const uint64_t any[6] = { 0 };
+
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+		if (!smcr_filter_permits(calls[i], any))
+			return false;
+	return true;
+}
+
 void smc_rdma_process_ending(void)
 {
 	uint64_t start = smc_clock_ns(), end = wait_end();
 	unsigned int links = 0, unsent = 0;
 	struct smc_rdma_link *list;
 
+	if (!ending_calls_permitted())
+		return;
 	atomic_store(&smc_rdma.ending, true);
 	list = links_ending();
 	for (struct smc_rdma_link *link = list; link; link = link->ending_next) {
