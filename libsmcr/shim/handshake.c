@@ -79,13 +79,15 @@ void smcr_handshake_record(int fd, bool active)
 			 fd, flags);
 		smcr_sock_negotiated(fd, active);
 		/*
-		 * The exchange goes as far as it can without waiting: the
-		 * client's Proposal leaves now, a server answers one that is
-		 * already there.  Nothing waits for the other end here, which
-		 * may be this very thread, about to accept().
+		 * The client's Proposal leaves now, without waiting for the
+		 * other end, which may be this very thread, about to accept().
+		 * A server answers one that is there, as smcr_sock_accepted
+		 * says.
 		 */
-		if (smcr_fd_sock(fd))
+		if (smcr_fd_sock(fd) && active)
 			smcr_sock_settle(smcr_fd_sock(fd), fd, false);
+		else if (smcr_fd_sock(fd))
+			smcr_sock_accepted(smcr_fd_sock(fd), fd);
 		errno = saved_errno;
 	} else {
 		smcr_stat_add(fallbacks[reason], 1);

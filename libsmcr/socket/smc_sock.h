@@ -166,6 +166,18 @@ void smcr_sock_spawn_prepare(struct smcr_exec_handover *h, const int *parent_fds
 void smcr_sock_spawn_done(const struct smcr_exec_handover *h, bool spawned);
 
 /*
+ * A server's accept() gave fd, whose handshake negotiated SMC: its
+ * exchange goes as far as it can without waiting for the peer, answering
+ * a Proposal already there.  But where RDMA may carry the connection and
+ * its client end is a connection of this very process that has sent its
+ * Proposal (one thread may drive both ends), accept() waits for that
+ * Proposal, up to the CLC wait: were it a moment late, the thread's next
+ * call on the server would answer it and then wait for a Confirm that
+ * only its next call on the client sends.
+ */
+void smcr_sock_accepted(struct smcr_sock *sk, int fd);
+
+/*
  * Drives the CLC exchange of fd as far as it goes without waiting, or
  * (may_wait, and fd blocking) to its end, however long the peer takes to
  * begin its next message, as a TCP call waits for data.  Returns the phase

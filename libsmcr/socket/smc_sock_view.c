@@ -43,6 +43,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -377,18 +378,24 @@ static bool offerable(struct smcr_sock *sk, const struct smc_transport_ops *t,
 	return !t->setup.local_block || t->setup.local_block(fd, lcl) == 0;
 }
 
+/* Whether allowed (SMCR_CONTROL_*) holds a transport for peers on this host. */
+static bool allows_here(uint32_t allowed)
+{
+	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++)
+		if (!smc_transport(t)->setup.remote_only &&
+		    (allowed & smc_transport(t)->setup.allowed_by))
+			return true;
+	return false;
+}
+
 void smcr_sock_before_connect(int fd, const struct sockaddr *peer, socklen_t len)
 {
 	uint32_t allowed = smcr_control_transports();
-	bool here_allowed = false;
+	bool here_allowed = allows_here(allowed);
 	const struct smc_transport_setup *setup;
 
 	if (__atomic_load_n(&confined, __ATOMIC_ACQUIRE))
 		return;
-	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++) {
-		setup = &smc_transport(t)->setup;
-		here_allowed = here_allowed || (!setup->remote_only && (allowed & setup->allowed_by));
-	}
 	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++) {
 		setup = &smc_transport(t)->setup;
 		if (setup->prepare_client && (allowed & setup->allowed_by))
@@ -1614,6 +1621,71 @@ static void settle_capped(struct smcr_sock *sk, const struct walk *w)
 	(void)w;
 	if (phase_of(sk) <= SMCR_SOCK_SETUP && fd >= 0)
 		settle(sk, fd, true, SMC_CLC_WAIT_MS, false);
+}
+
+/*
+ * Whether fd's connection may go over a transport that a forked child
+ * cannot use (RDMA), as smcr.conf stands: one that is allowed and, if it
+ * is for remote peers only, not set aside for a peer on this host.
+ */
+static bool may_go_unforkable(int fd)
+{
+	uint32_t allowed = smcr_control_transports();
+	bool here_allowed = allows_here(allowed);
+	const struct smc_transport_setup *setup;
+
+	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++) {
+		setup = &smc_transport(t)->setup;
+		if (setup->lost_by_fork && (allowed & setup->allowed_by) &&
+		    !(setup->remote_only && here_allowed && peer_is_local(fd)))
+			return true;
+	}
+	return false;
+}
+
+static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return !memcmp(a, b, sizeof(struct sockaddr_in));
+	return a->ss_family == AF_INET6 && !memcmp(a, b, sizeof(struct sockaddr_in6));
+}
+
+/*
+ * The client end of server socket fd, if it is a connection of this
+ * process still in its exchange (one thread may drive both ends): its
+ * phase, else SMCR_SOCK_TCP.
+ */
+static enum smcr_sock_phase client_here(int fd)
+{
+	enum smcr_sock_phase found = SMCR_SOCK_TCP;
+	struct sockaddr_storage peer, local;
+	socklen_t len = sizeof(peer);
+
+	if (!peer_is_local(fd) || REAL(getpeername)(fd, (struct sockaddr *)&peer, &len))
+		return found;
+	pthread_mutex_lock(&all_lock);
+	for (struct smcr_sock *sk = all; sk && found == SMCR_SOCK_TCP; sk = sk->next) {
+		int client = sk->sh->active && phase_of(sk) <= SMCR_SOCK_SETUP ? fd_of(sk) : -1;
+
+		len = sizeof(local);
+		if (client >= 0 && !REAL(getsockname)(client, (struct sockaddr *)&local, &len) &&
+		    same_addr(&local, &peer))
+			found = phase_of(sk);
+	}
+	pthread_mutex_unlock(&all_lock);
+	return found;
+}
+
+void smcr_sock_accepted(struct smcr_sock *sk, int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	/* the Proposal our own client sent is on its way: in a moment, unless lost */
+	if (may_go_unforkable(fd) && client_here(fd) == SMCR_SOCK_SETUP)
+		smcr_sys_poll_until(&p, 1, smc_deadline_after(SMC_CLC_WAIT_MS));
+	settle(sk, fd, false, 0, false);
 }
 
 /*
