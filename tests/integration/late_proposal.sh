@@ -6,7 +6,8 @@
 # without reading: by close(), then by ending its process with os._exit.
 # The client is silent_peer in its "late" mode: on the Decline it sends
 # its Proposal, as a client's library on a loaded host would, then reads
-# the answer to its end.  Over TCP nothing is left unread at the server
+# the answer to its end.  The server ends once the Proposal is in its
+# socket's queue, as /proc/net/tcp shows.  Over TCP nothing is left unread at the server
 # and the client reads the end of the stream.  A late Proposal still
 # unread when the server's socket closes would have the kernel reset the
 # connection (unread data), so libsmcr reads it off first: the client must
@@ -24,7 +25,18 @@ lsock = socket.create_server((host, port))
 print("listening", flush=True)
 conn, _ = lsock.accept()
 conn.sendall(b"a" * size)       # no Proposal yet: declined, the answer goes on TCP
-time.sleep(2)                   # the late Proposal comes meanwhile, unread
+
+def unread(port):
+    # bytes in the kernel's queue of our connection (/proc/net/tcp: no libsmcr call)
+    for line in open("/proc/net/tcp"):
+        f = line.split()
+        if f[1].endswith(":%04X" % port) and f[3] == "01":
+            return int(f[4].split(":")[1], 16)
+    return 0
+
+deadline = time.monotonic() + 10    # other work, while the late Proposal comes
+while not unread(port) and time.monotonic() < deadline:
+    time.sleep(0.05)
 if how == "exit":
     os._exit(0)                 # the kernel closes the socket
 conn.close()
