@@ -476,6 +476,18 @@ int smcr_sys_poll_until(struct pollfd *fds, nfds_t nfds, uint64_t deadline)
 	return n;
 }
 
+bool smcr_sys_trylock_for(pthread_mutex_t *m, int ms)
+{
+	uint64_t end = smc_deadline_after(ms);
+
+	while (pthread_mutex_trylock(m)) {
+		if (smc_clock_ns() > end)
+			return false;
+		usleep(1000);
+	}
+	return true;
+}
+
 void smcr_sys_reset(int fd)
 {
 	struct sockaddr unspec = { .sa_family = AF_UNSPEC };

@@ -19,6 +19,7 @@
 #define SMCR_SYS_H
 
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -212,6 +213,13 @@ int smcr_sys_wait_fd(int fd, short events, uint64_t deadline);
  * passed, or -1 and errno (never EINTR).
  */
 int smcr_sys_poll_until(struct pollfd *fds, nfds_t nfds, uint64_t deadline);
+
+/*
+ * Takes m if it comes free within ms, trying every millisecond; false if
+ * not.  For a caller that may have interrupted m's holder (a signal
+ * handler's _exit): a plain lock would wait for ever.
+ */
+bool smcr_sys_trylock_for(pthread_mutex_t *m, int ms);
 
 /*
  * Writes all len bytes of buf on socket fd by deadline (smc_clock_ns),

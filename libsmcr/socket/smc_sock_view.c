@@ -1018,17 +1018,9 @@ struct walk {
 /* Takes all_lock, or (w->lock_tried) gives up after 100 ms of tries: false. */
 static bool lock_all(const struct walk *w)
 {
-	uint64_t end = smc_clock_ns() + 100 * 1000000ull;
-
-	if (!w->lock_tried) {
-		pthread_mutex_lock(&all_lock);
-		return true;
-	}
-	while (pthread_mutex_trylock(&all_lock)) {
-		if (smc_clock_ns() > end)
-			return false;
-		usleep(1000);
-	}
+	if (w->lock_tried)
+		return smcr_sys_trylock_for(&all_lock, 100);
+	pthread_mutex_lock(&all_lock);
 	return true;
 }
 

@@ -317,7 +317,7 @@ static int source_for(int sock, const struct sockaddr *peer, socklen_t len,
  */
 static void await_prepared(void)
 {
-	uint64_t end = smc_clock_ns() + (uint64_t)SMC_CLC_WAIT_MS * 1000000;
+	uint64_t end = smc_deadline_after(SMC_CLC_WAIT_MS);
 
 	while (!atomic_load(&smc_rdma.client_ready) && smc_clock_ns() < end)
 		usleep(1000);

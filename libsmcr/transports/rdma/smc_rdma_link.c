@@ -554,11 +554,6 @@ static int wait_completed(struct smc_rdma_link *link, uint64_t seq, uint64_t end
 	return 0;
 }
 
-static uint64_t wait_end(void)
-{
-	return smc_clock_ns() + (uint64_t)SMC_CLC_WAIT_MS * 1000000;
-}
-
 int smc_rdma_post(struct smc_rdma_link *link, const struct smc_rdma_write *writes, unsigned int n,
 		  const uint8_t *cdc, unsigned int how)
 {
@@ -603,7 +598,7 @@ int smc_rdma_post(struct smc_rdma_link *link, const struct smc_rdma_write *write
 	rc = post(link, wr, i, &last);
 	if (rc || !(how & SMC_RDMA_DELIVERED))
 		return rc;
-	rc = wait_completed(link, last, wait_end());
+	rc = wait_completed(link, last, smc_deadline_after(SMC_CLC_WAIT_MS));
 	if (rc == -ETIMEDOUT)
 		smcr_log(SMCR_LOG_WARN, "rdma: qp %u: a last CDC not sent in %d ms", link->info.qpn,
 			 SMC_CLC_WAIT_MS);
@@ -625,24 +620,12 @@ int smc_rdma_post(struct smc_rdma_link *link, const struct smc_rdma_write *write
  */
 #define ENDING_LOCK_MS 100
 
-static bool lock_soon(pthread_mutex_t *m)
-{
-	uint64_t end = smc_clock_ns() + (uint64_t)ENDING_LOCK_MS * 1000000;
-
-	while (pthread_mutex_trylock(m)) {
-		if (smc_clock_ns() > end)
-			return false;
-		usleep(1000);
-	}
-	return true;
-}
-
 /* Our links that are up, each referenced, listed through ending_next. */
 static struct smc_rdma_link *links_ending(void)
 {
 	struct smc_rdma_link *list = NULL;
 
-	if (!lock_soon(&smc_rdma.lock))
+	if (!smcr_sys_trylock_for(&smc_rdma.lock, ENDING_LOCK_MS))
 		return NULL;
 	for (struct smc_rdma_link *link = smc_rdma.links; link; link = link->next)
 		if (!smc_rdma_foreign(link->gen) && atomic_load(&link->state) == LINK_UP) {
@@ -662,7 +645,7 @@ static uint64_t post_last(struct smc_rdma_link *link, uint64_t end)
 	uint64_t outstanding, seq = 0;
 
 	for (;;) {
-		if (!lock_soon(&link->lock))
+		if (!smcr_sys_trylock_for(&link->lock, ENDING_LOCK_MS))
 			return 0;
 		outstanding = link->posted - atomic_load(&link->completed);
 		if (link_dead(link) || !outstanding || outstanding < link->send_slots ||
@@ -701,7 +684,7 @@ static bool ending_calls_permitted(void)
 
 void smc_rdma_process_ending(void)
 {
-	uint64_t start = smc_clock_ns(), end = wait_end();
+	uint64_t start = smc_clock_ns(), end = smc_deadline_after(SMC_CLC_WAIT_MS);
 	unsigned int links = 0, unsent = 0;
 	struct smc_rdma_link *list;
 
