@@ -140,12 +140,14 @@ static void on_cm_events(struct rdma_dev *unused)
 	while (IBV(rdma_get_cm_event)(smc_rdma.cm, &e) == 0) {
 		enum kind *ctx = e->id->context;
 		struct rdma_cm_id *refused = NULL;
+		int rc;
 
 		smcr_log(SMCR_LOG_DEBUG, "rdma: %s (status %d)", IBV(rdma_event_str)(e->event), e->status);
 
 		switch (e->event) {
 		case RDMA_CM_EVENT_CONNECT_REQUEST:
-			if (accept_link(e)) {
+			if ((rc = accept_link(e)) != 0) {
+				smcr_log(SMCR_LOG_INFO, "rdma: refusing a link request: %s", strerror(-rc));
 				IBV(rdma_reject)(e->id, NULL, 0);
 				refused = e->id;
 			}
@@ -363,7 +365,9 @@ static int expect_event(struct rdma_event_channel *ch, enum rdma_cm_event_type w
 		return rc ? -errno : -ETIMEDOUT;
 	if (IBV(rdma_get_cm_event)(ch, &e))
 		return -errno;
-	rc = e->event == want ? 0 : e->status ? -abs(e->status) : -ECONNREFUSED;
+	/* a rejection's status is the peer's reason code (the transport's own), not an errno */
+	rc = e->event == want ? 0 : e->status && e->event != RDMA_CM_EVENT_REJECTED ?
+		-abs(e->status) : -ECONNREFUSED;
 	if (!rc && h) {
 		if (e->param.conn.private_data_len >= sizeof(*h) && e->param.conn.private_data)
 			memcpy(h, e->param.conn.private_data, sizeof(*h));
@@ -371,8 +375,8 @@ static int expect_event(struct rdma_event_channel *ch, enum rdma_cm_event_type w
 			rc = -EPROTO;
 	}
 	if (rc)
-		smcr_log(SMCR_LOG_INFO, "rdma: connecting a link: %s instead of %s",
-			 IBV(rdma_event_str)(e->event), IBV(rdma_event_str)(want));
+		smcr_log(SMCR_LOG_INFO, "rdma: connecting a link: %s (status %d) instead of %s",
+			 IBV(rdma_event_str)(e->event), e->status, IBV(rdma_event_str)(want));
 	IBV(rdma_ack_cm_event)(e);
 	return rc;
 }

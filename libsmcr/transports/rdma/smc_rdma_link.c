@@ -118,6 +118,7 @@ int smc_rdma_link_new(struct rdma_cm_id *id, struct smc_rdma_link **out)
 {
 	struct smc_rdma_link *link = calloc(1, sizeof(*link));
 	struct ibv_qp_init_attr attr = { .qp_type = IBV_QPT_RC };
+	const char *why = "device";
 	int rc = -ENOMEM;
 
 	if (!link)
@@ -137,9 +138,11 @@ int smc_rdma_link_new(struct rdma_cm_id *id, struct smc_rdma_link **out)
 		goto fail;
 	/* our own context, not librdmacm's (smc_rdma_priv.h): rdma_create_qp wants the PD's */
 	id->verbs = link->dev->verbs;
+	why = "protection domain";
 	link->pd = IBV(ibv_alloc_pd)(link->dev->verbs);
 	if (!link->pd)
 		goto fail_errno;
+	why = "completion queue";
 	link->cq = IBV(ibv_create_cq)(link->dev->verbs, (int)(link->send_slots + link->recv_slots), link,
 				      link->dev->chan, 0);
 	if (!link->cq)
@@ -150,6 +153,7 @@ int smc_rdma_link_new(struct rdma_cm_id *id, struct smc_rdma_link **out)
 	attr.cap.max_recv_wr = link->recv_slots;
 	attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
 	attr.cap.max_inline_data = RECV_BUF_LEN;
+	why = "queue pair";
 	if (IBV(rdma_create_qp)(id, link->pd, &attr))
 		goto fail_errno;
 	link->qp = id->qp;
@@ -157,9 +161,11 @@ int smc_rdma_link_new(struct rdma_cm_id *id, struct smc_rdma_link **out)
 	link->info.dev = link->dev;
 	/* CDCs always go inline: no registered send buffer, no completion to wait for */
 	link->info.inline_max = attr.cap.max_inline_data;
+	why = "inline data";
 	rc = -EOPNOTSUPP;
 	if (link->info.inline_max < SMC_CDC_MSG_LEN)
 		goto fail;
+	why = "receive buffers";
 	rc = -ENOMEM;
 	link->recv_buf = calloc(link->recv_slots, RECV_BUF_LEN);
 	if (!link->recv_buf)
@@ -177,6 +183,7 @@ int smc_rdma_link_new(struct rdma_cm_id *id, struct smc_rdma_link **out)
 fail_errno:
 	rc = errno ? -errno : -ENOMEM;
 fail:
+	smcr_log(SMCR_LOG_INFO, "rdma: no link: %s: %s", why, strerror(-rc));
 	smc_rdma_link_free(link, false);		/* the caller destroys the id */
 	return rc;
 }
