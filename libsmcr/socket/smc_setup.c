@@ -112,6 +112,16 @@ int smc_setup_want_send(struct smc_setup *s)
 	return s->proposal_due_ms > now ? (int)(s->proposal_due_ms - now) : 0;
 }
 
+bool smc_setup_let_go(struct smc_setup *s, int sock, const struct smc_setup_transport *transport)
+{
+	const struct smc_setup_run run = { .s = s, .t = transport, .sock = sock };
+
+	if (s->state != SMC_SETUP_SERVER_WAIT_PROPOSAL)
+		return false;
+	decline_late(&run);
+	return smc_setup_writes_tcp(s);
+}
+
 /* The peer declined: we stay on TCP too. */
 static enum smc_setup_state declined(const struct smc_setup_run *run, const struct smc_clc_decline *d)
 {

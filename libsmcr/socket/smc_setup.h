@@ -134,6 +134,19 @@ static inline bool smc_setup_final(const struct smc_setup *s)
  */
 int smc_setup_want_send(struct smc_setup *s);
 
+/*
+ * Server: the application lets go of the connection (its last close)
+ * before the exchange answered a Proposal.  Declines (NOPROPOSAL) into
+ * SMC_SETUP_SERVER_DISCARD, as when the Proposal comes too late, so that
+ * the next smc_setup_progress reads it off if it came: the kernel resets
+ * a connection closed with bytes unread, and the client, whose library
+ * sent its Proposal at connect(), would read a reset where TCP gives the
+ * end.  Answering instead would build a link to close it.  Whether it
+ * declined (false: nothing to let go of, or the Decline could not be sent,
+ * SMC_SETUP_RESET).
+ */
+bool smc_setup_let_go(struct smc_setup *s, int sock, const struct smc_setup_transport *transport);
+
 /* Whether the application's writes go on TCP: declined, or ended on TCP. */
 static inline bool smc_setup_writes_tcp(const struct smc_setup *s)
 {

@@ -168,12 +168,16 @@ void smcr_sock_spawn_done(const struct smcr_exec_handover *h, bool spawned);
 /*
  * A server's accept() gave fd, whose handshake negotiated SMC: its
  * exchange goes as far as it can without waiting for the peer, answering
- * a Proposal already there.  But where RDMA may carry the connection and
- * its client end is a connection of this very process that has sent its
- * Proposal (one thread may drive both ends), accept() waits for that
- * Proposal, up to the CLC wait: were it a moment late, the thread's next
- * call on the server would answer it and then wait for a Confirm that
- * only its next call on the client sends.
+ * a Proposal already there.  Where RDMA may carry the connection, whose
+ * link a forked child cannot use, accept() answers nothing: the first
+ * call on the connection does, in whichever process makes it (a fork
+ * server's child builds its own link instead of leaving for TCP).  But
+ * if the client end is a connection of this very process in its exchange
+ * (one thread may drive both ends), accept() goes on as first said, and
+ * if that end has sent its Proposal, waits for it, up to the CLC wait:
+ * were it a moment late, the thread's next call on the server would
+ * answer it and then wait for a Confirm that only its next call on the
+ * client sends.
  */
 void smcr_sock_accepted(struct smcr_sock *sk, int fd);
 

@@ -896,7 +896,7 @@ struct smcr_sock *smcr_sock_get(struct smcr_sock *sk)
 	return sk;
 }
 
-static void discard_late_proposal(struct smcr_sock *sk, int fd);
+static void let_go(struct smcr_sock *sk, int fd);
 
 /* This process's last descriptor of sk, fd, is closing; the last process's ends it. */
 static void sock_close(struct smcr_sock *sk, int fd)
@@ -905,7 +905,7 @@ static void sock_close(struct smcr_sock *sk, int fd)
 
 	if (atomic_fetch_sub(&sk->sh->holders, 1) != 1)
 		return;
-	discard_late_proposal(sk, fd);
+	let_go(sk, fd);
 	smc_conn_lock(conn);
 	if (phase_of(sk) == SMCR_SOCK_SMC && view_complete(sk, fd)) {
 		smc_conn_unlock(conn);
@@ -1390,15 +1390,22 @@ static void note_declined(struct smcr_sock *sk, int fd)
 	atomic_store(&sk->sh->writes_tcp, true);
 }
 
+/* What a call wants of the exchange it drives. */
+enum exchange_call {
+	CALL_LOOKS,             /* only to go on: reads, polls */
+	CALL_SENDS,             /* to write (smc_setup_want_send) */
+	CALL_LETS_GO,           /* the last close or end: a server answers nothing (smc_setup_let_go) */
+};
+
 /*
  * One step of sk's CLC exchange on fd, under the connection's lock and
  * without waiting: begun if it was not, taken as far as the messages that
- * came allow, concluded if it ended; sending: for a call that writes (see
- * smc_setup_want_send).  Returns the phase; *due_ms: the milliseconds until
- * a step must decline for want of a Proposal (-1: no such time); *moved:
- * whether the exchange moved.
+ * came allow, concluded if it ended, for a call that wants what call says.
+ * Returns the phase; *due_ms: the milliseconds until a step must decline
+ * for want of a Proposal (-1: no such time); *moved: whether the exchange
+ * moved.
  */
-static enum smcr_sock_phase exchange_step(struct smcr_sock *sk, int fd, bool sending,
+static enum smcr_sock_phase exchange_step(struct smcr_sock *sk, int fd, enum exchange_call call,
 					  int *due_ms, bool *moved)
 {
 	const struct smc_setup_transport transport = {
@@ -1424,8 +1431,10 @@ static enum smcr_sock_phase exchange_step(struct smcr_sock *sk, int fd, bool sen
 	}
 	*due_ms = -1;
 	if (phase == SMCR_SOCK_SETUP) {
-		if (sending)
+		if (call == CALL_SENDS)
 			smc_setup_want_send(setup);
+		else if (call == CALL_LETS_GO && smc_setup_let_go(setup, fd, &transport))
+			atomic_store(&sk->sh->writes_tcp, true);        /* carried nothing: no fallback */
 		/* the exchange may have begun in another process: ours is fd */
 		smc_setup_progress(setup, fd, &transport);
 		if (smc_setup_final(setup))
@@ -1524,11 +1533,12 @@ static int exchange_timeout_ms(const struct smcr_sock *sk)
 }
 
 /*
- * smcr_sock_settle, its waits bounded by cap_ms too (0: no cap); sending:
- * for a call that writes, which ends its wait once its bytes go on TCP.
+ * smcr_sock_settle, its waits bounded by cap_ms too (0: no cap), for a
+ * call that wants what call says: one that writes ends its wait once its
+ * bytes go on TCP.
  */
 static enum smcr_sock_phase settle(struct smcr_sock *sk, int fd, bool may_wait, int cap_ms,
-				   bool sending)
+				   enum exchange_call call)
 {
 	enum smcr_sock_phase phase;
 	int64_t waited_ms = 0;
@@ -1550,11 +1560,11 @@ static enum smcr_sock_phase settle(struct smcr_sock *sk, int fd, bool may_wait, 
 		uint32_t turn = atomic_load(&sk->exchange_turn);
 		bool moved;
 
-		phase = exchange_step(sk, fd, sending, &due_ms, &moved);
+		phase = exchange_step(sk, fd, call, &due_ms, &moved);
 		if (moved)
 			next_turn(sk, 1);
 		if (phase != SMCR_SOCK_SETUP || !wait || stop ||
-		    (sending && smcr_sock_writes_tcp(sk)))
+		    (call == CALL_SENDS && smcr_sock_writes_tcp(sk)))
 			break;
 		stop = await_message(sk, fd, turn, timeout_ms, &waited_ms, due_ms);
 	}
@@ -1571,7 +1581,7 @@ static enum smcr_sock_phase settle(struct smcr_sock *sk, int fd, bool may_wait, 
 
 enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wait)
 {
-	return settle(sk, fd, may_wait, 0, false);
+	return settle(sk, fd, may_wait, 0, CALL_LOOKS);
 }
 
 bool smcr_sock_writes_tcp(struct smcr_sock *sk)
@@ -1612,7 +1622,7 @@ static void settle_capped(struct smcr_sock *sk, const struct walk *w)
 
 	(void)w;
 	if (phase_of(sk) <= SMCR_SOCK_SETUP && fd >= 0)
-		settle(sk, fd, true, SMC_CLC_WAIT_MS, false);
+		settle(sk, fd, true, SMC_CLC_WAIT_MS, CALL_LOOKS);
 }
 
 /*
@@ -1673,40 +1683,58 @@ static enum smcr_sock_phase client_here(int fd)
 void smcr_sock_accepted(struct smcr_sock *sk, int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
+	enum smcr_sock_phase client = SMCR_SOCK_TCP;
 
+	if (may_go_unforkable(fd)) {
+		client = client_here(fd);
+		/* the first call answers, in whichever process it comes: a fork server's child */
+		if (client == SMCR_SOCK_TCP)
+			return;
+	}
 	/* the Proposal our own client sent is on its way: in a moment, unless lost */
-	if (may_go_unforkable(fd) && client_here(fd) == SMCR_SOCK_SETUP)
+	if (client == SMCR_SOCK_SETUP)
 		smcr_sys_poll_until(&p, 1, smc_deadline_after(SMC_CLC_WAIT_MS));
-	settle(sk, fd, false, 0, false);
+	settle(sk, fd, false, 0, CALL_LOOKS);
 }
 
 /*
- * Declined for want of a Proposal (NOPROPOSAL), and the late Proposal not
- * yet read off the stream.  If it is still there when the TCP socket
- * closes, the kernel resets the connection (unread data) and drops what
- * the application wrote that the peer has not yet taken: a reset TCP
- * would not give.  So it is read off then, if it came.  It is not waited
- * for: a close or an exit must not wait on a peer that may be silent.  One
- * that comes after the close still resets, as bytes do that reach a
- * closed TCP socket, by then mostly after the answer was taken.
+ * A server's exchange whose Proposal may lie unread: declined for want of
+ * it (NOPROPOSAL) with the late Proposal not yet read off, or never
+ * answered (accept() leaves that to the first call where RDMA may carry
+ * the connection, and there may be none).  If it is still there when the
+ * TCP socket closes, the kernel resets the connection (unread data) and
+ * drops what the application wrote that the peer has not yet taken: a
+ * reset TCP would not give.  So the last holder's close or end lets go of
+ * the exchange: one never answered declines, and the Proposal is read off
+ * if it came.  It is not waited for: a close or an exit must not wait on
+ * a peer that may be silent.  One that comes after the close still
+ * resets, as bytes do that reach a closed TCP socket, by then mostly after
+ * the answer was taken.
  */
-static bool owes_discard(const struct smcr_sock *sk, unsigned long round)
+static bool owes_letting_go(const struct smcr_sock *sk)
+{
+	return !sk->sh->active && phase_of(sk) <= SMCR_SOCK_SETUP;
+}
+
+static void let_go(struct smcr_sock *sk, int fd)
+{
+	if (fd >= 0 && owes_letting_go(sk))
+		settle(sk, fd, false, 0, CALL_LETS_GO);
+}
+
+/* At the process's end: declined ones, and the never answered whose last holder it is. */
+static bool ending_lets_go(const struct smcr_sock *sk, unsigned long round)
 {
 	(void)round;
-	return phase_of(sk) == SMCR_SOCK_SETUP &&
-	       atomic_load_explicit(&sk->sh->writes_tcp, memory_order_acquire);
+	return owes_letting_go(sk) &&
+	       (atomic_load_explicit(&sk->sh->writes_tcp, memory_order_acquire) ||
+		atomic_load(&sk->sh->holders) == 1);
 }
 
-static void discard_late_proposal(struct smcr_sock *sk, int fd)
-{
-	if (fd >= 0 && owes_discard(sk, 0))
-		settle(sk, fd, false, 0, false);
-}
-
-static void discard_walked(struct smcr_sock *sk, const struct walk *w)
+static void let_go_walked(struct smcr_sock *sk, const struct walk *w)
 {
 	(void)w;
-	discard_late_proposal(sk, fd_of(sk));
+	let_go(sk, fd_of(sk));
 }
 
 void smcr_sock_process_ending(void)
@@ -1716,7 +1744,7 @@ void smcr_sock_process_ending(void)
 	if (__atomic_load_n(&confined, __ATOMIC_ACQUIRE))
 		return;         /* its exchanges ended before the filter */
 	walk_outside_lock(&(struct walk){ .kind = WALK_ENDING, .round = walk_round(),
-					  .wanted = owes_discard, .act = discard_walked,
+					  .wanted = ending_lets_go, .act = let_go_walked,
 					  .lock_tried = true });
 	errno = saved_errno;
 }
@@ -1770,7 +1798,7 @@ void smcr_sock_leave_incomplete(void)
 
 bool smcr_sock_takes(struct smcr_sock *sk, int fd, bool dontwait, bool sending)
 {
-	enum smcr_sock_phase phase = settle(sk, fd, !dontwait, 0, sending);
+	enum smcr_sock_phase phase = settle(sk, fd, !dontwait, 0, sending ? CALL_SENDS : CALL_LOOKS);
 
 	return phase != SMCR_SOCK_TCP && !(sending && phase == SMCR_SOCK_SETUP &&
 					   smcr_sock_writes_tcp(sk));

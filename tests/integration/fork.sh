@@ -13,9 +13,9 @@
 # normally, counted exactly its payload in and out from zero.  (The python
 # children leave with os._exit or SIGTERM, so they print no summary.)  On
 # $SMCR_TEST_ADDR (lib.sh); with SMCR_TEST_TRANSPORT set, smcrd runs and
-# every connection under the preload must go over that transport (over
-# RDMA a forked child may then leave for TCP: on_transport_forked), and
-# over RDMA each client made its device ready before its handshake, so that
+# every connection under the preload must go over that transport, no end
+# leaving for TCP (on_transport_forked: over RDMA each child makes its own
+# link), and over RDMA each client made its device ready before its handshake, so that
 # its Proposal is not late (a new process's verbs take seconds in a slow
 # guest).
 . "$(dirname "$0")/lib.sh"

@@ -12,11 +12,9 @@
 # over $SMCR_TEST_TRANSPORT with no fallback (without the sweep the second
 # fell back with MEM), and, with the listener still up, smcrd must count no
 # buffer memory in use at the end.
-# Over RDMA a child whose parent's accept() answered the client's Proposal
-# (it was there by then) cannot use its parent's queue pair: it leaves for
-# TCP, its client after it, and the echo goes over TCP (so the bytes are
-# RDMA's and TCP's); a child that got the Confirm of an exchange its
-# parent began once died of SIGSEGV there.
+# Over RDMA each child answers the Proposal with a link of its own (a
+# child cannot use its parent's queue pair, and accept() answers nothing
+# there): no end may leave for TCP.
 . "$(dirname "$0")/lib.sh"
 need socat
 PORT=19411

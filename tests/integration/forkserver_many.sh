@@ -10,11 +10,9 @@
 # must go over $SMCR_TEST_TRANSPORT with no fallback, and with the listener
 # still up smcrctl (stats and status) must count no buffer memory in use
 # at the end.
-# Over RDMA a child whose parent's accept() answered the client's Proposal
-# (it was there by then) cannot use its parent's queue pair: it leaves for
-# TCP, its client after it, and the echo goes over TCP (so the bytes are
-# RDMA's and TCP's); a child that got the Confirm of an exchange its
-# parent began once died of SIGSEGV there.
+# Over RDMA each child answers the Proposal with a link of its own, to the
+# one client process: a thousand links made and ended in a row, and no end
+# may leave for TCP.
 . "$(dirname "$0")/lib.sh"
 need socat
 PORT=19412

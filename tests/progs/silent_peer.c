@@ -5,7 +5,7 @@
  * (control_proto.h), and marks its sockets in the ownership map smcrd gives
  * it, so that its SYNs carry the option; libsmcr would send its Proposal.
  *
- *   silent_peer ADDR PORT N BYTES [late]
+ *   silent_peer ADDR PORT N BYTES [late|prompt]
  *       N connections to ADDR:PORT (IPv4), all made before any is read;
  *       then, from each, a banner of BYTES bytes, and, if BYTES is not 0,
  *       the stream to its end (10 s at most for all).  Prints per
@@ -17,6 +17,8 @@
  *       until killed.
  *       late: a client that was too slow, not a silent one: on a Decline,
  *       it sends its Proposal then (SMC-D), as libsmcr would have.
+ *       prompt: not silent at all: it sends its Proposal as it connects, as
+ *       libsmcr does, and waits for the answer with the rest.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -80,7 +82,7 @@ static int marked_connect(int map, const struct sockaddr_in *sa)
 	return s;
 }
 
-/* A Proposal, as a client's library sends it (SMC-D), late: the Decline came first. */
+/* A Proposal, as a client's library sends it (SMC-D). */
 static void propose(int s)
 {
 	const struct smc_clc_proposal prop = { .smc_type = SMC_TYPE_D, .ism_gid = 1,
@@ -89,7 +91,7 @@ static void propose(int s)
 	int len = smc_clc_encode_proposal(msg, sizeof(msg), &prop);
 
 	if (len <= 0 || send(s, msg, (size_t)len, MSG_NOSIGNAL) != len) {
-		perror("silent_peer: a late Proposal");
+		perror("silent_peer: a Proposal");
 		exit(1);
 	}
 }
@@ -164,11 +166,13 @@ int main(int argc, char **argv)
 	struct timespec now;
 	int n, *socks, map;
 	size_t bytes;
+	const char *mode = argc == 6 ? argv[5] : "";
+	bool late = !strcmp(mode, "late"), prompt = !strcmp(mode, "prompt");
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc < 5 || argc > 6 || (argc == 6 && strcmp(argv[5], "late")) ||
+	if (argc < 5 || argc > 6 || (argc == 6 && !late && !prompt) ||
 	    inet_pton(AF_INET, argv[1], &sa.sin_addr) != 1) {
-		fprintf(stderr, "usage: silent_peer ADDR PORT N BYTES [late]\n");
+		fprintf(stderr, "usage: silent_peer ADDR PORT N BYTES [late|prompt]\n");
 		return 2;
 	}
 	sa.sin_port = htons((uint16_t)atoi(argv[2]));
@@ -180,13 +184,16 @@ int main(int argc, char **argv)
 	if (!socks || !buf)
 		return 1;
 	map = owned_map();
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		socks[i] = marked_connect(map, &sa);
+		if (prompt)
+			propose(socks[i]);
+	}
 	printf("connected %d\n", n);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	for (int i = 0; i < n; i++) {
 		const char *end;
-		size_t got = read_banner(socks[i], buf, size, bytes, argc == 6, now.tv_sec + 10, &end);
+		size_t got = read_banner(socks[i], buf, size, bytes, late, now.tv_sec + 10, &end);
 
 		show(i, buf, got, end);
 	}
