@@ -15,10 +15,10 @@
  *       each has ended its CLC exchange and carries bytes), prints "ready",
  *       then waits SECONDS in epoll_wait or poll on all of them, which must
  *       stay silent (exit status 1 if one reports anything).
- *   bench_epoll_idle run PORT ACTIVE IDLE SECONDS SERVER_PID
+ *   bench_epoll_idle run PORT ACTIVE IDLE SECONDS SERVER_PID [WARMUP]
  *       opens IDLE connections (one round trip each) and ACTIVE ones, all in
  *       one epoll instance, keeps one 64-byte message in flight on each
- *       active one, and after a 0.5 s warm-up counts round trips for
+ *       active one, and after a warm-up of WARMUP s (0.5) counts round trips for
  *       SECONDS; prints "ROUND_TRIPS_PER_S CLIENT_US_PER_OP SERVER_US_PER_OP",
  *       CPU time (user + system) per round trip of this process
  *       (getrusage) and of SERVER_PID (/proc/PID/stat) over those seconds.
@@ -264,7 +264,7 @@ static long round_trips(int ep, struct active *a, double end)
 	return done;
 }
 
-static int run(int port, int nactive, int nidle, int seconds, long server)
+static int run(int port, int nactive, int nidle, int seconds, long server, double warmup)
 {
 	static const char msg[MSG];
 	struct active *a = calloc((size_t)nactive, sizeof(*a));
@@ -286,7 +286,7 @@ static int run(int port, int nactive, int nidle, int seconds, long server)
 		if (epoll_ctl(ep, EPOLL_CTL_ADD, a[i].fd, &ev) || write(a[i].fd, msg, MSG) != MSG)
 			die("active");
 	}
-	round_trips(ep, a, now_s() + 0.5);
+	round_trips(ep, a, now_s() + warmup);
 	t0 = now_s();
 	c0 = own_cpu();
 	s0 = cpu_of(server);
@@ -312,9 +312,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "hold") && argc == 6)
 		return hold(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), !strcmp(argv[5], "poll"));
-	if (!strcmp(mode, "run") && argc == 7)
-		return run(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atol(argv[6]));
+	if (!strcmp(mode, "run") && (argc == 7 || argc == 8))
+		return run(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atol(argv[6]),
+			   argc == 8 ? atof(argv[7]) : 0.5);
 	fprintf(stderr, "usage: %s serve PORT epoll|poll | hold PORT N SECONDS epoll|poll |"
-		" run PORT ACTIVE IDLE SECONDS SERVER_PID\n", argv[0]);
+		" run PORT ACTIVE IDLE SECONDS SERVER_PID [WARMUP]\n", argv[0]);
 	return 2;
 }

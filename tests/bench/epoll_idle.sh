@@ -10,6 +10,12 @@
 # per round trip of the client and of the server, the ratio smcr/TCP, and
 # for each the ratio 5,000 idle / 0 idle.
 #
+# Warm-up.  The client counts after 0.5 s (SMCR_BENCH_WARMUP: seconds).
+# Idle members of a large set go quiet after 256 looks with nothing to
+# report (libsmcr/shim/epoll.c), and the client adds its 5,000 before its
+# first epoll_wait: on a slow CPU (a TCG guest) those looks take seconds,
+# which a short warm-up counts as the cost of every round trip.
+#
 # Memory: every SMC connection holds an RMB at each end; with rmb_size = 16
 # (KiB, set here) 5,010 connections hold 5,010 * 2 * 16 KiB = 157 MiB of
 # smcrd's max_memory (1024 MB here), where the default 256 KiB would need
@@ -28,9 +34,10 @@ usage="usage: $0 BUILD_DIR [RUNS]"
 build=$(cd "$1" 2> /dev/null && pwd) || { echo "$0: no directory $1" >&2; exit 2; }
 runs=${2:-3}
 case $runs in '' | *[!0-9]* | 0) echo "$usage (RUNS: a positive number)" >&2; exit 2 ;; esac
+case ${SMCR_BENCH_WARMUP:-0.5} in '' | *[!0-9.]*) echo "$0: SMCR_BENCH_WARMUP: seconds, a number" >&2; exit 2 ;; esac
 lib=$build/lib/libsmcr.so
 prog=$build/bin/bench_epoll_idle
-ACTIVE=10 IDLE=${SMCR_BENCH_IDLE:-5000} SECONDS_RUN=3
+ACTIVE=10 IDLE=${SMCR_BENCH_IDLE:-5000} SECONDS_RUN=3 WARMUP=${SMCR_BENCH_WARMUP:-0.5}
 PORT_TCP=24000 PORT_SMCR=24001
 
 die() { echo "$(basename "$0"): $*" >&2; exit 1; }
@@ -75,7 +82,8 @@ one() {
 	"${pre[@]}" "$prog" serve "$port" epoll > "$work/server.out" 2> "$work/server.err" &
 	server=$!
 	for _ in $(seq 50); do grep -q listening "$work/server.out" && break; sleep 0.1; done
-	out=$("${pre[@]}" "$prog" run "$port" $ACTIVE "$idle" $SECONDS_RUN "$server" 2> "$work/client.err") ||
+	out=$("${pre[@]}" "$prog" run "$port" $ACTIVE "$idle" $SECONDS_RUN "$server" "$WARMUP" \
+		2> "$work/client.err") ||
 		die "$mode, $idle idle: the client failed: $(tail -n 3 "$work/client.err")"
 	kill "$server"
 	wait "$server" 2> /dev/null
