@@ -601,6 +601,15 @@ expect_at_least() {
 	if [ "${2:-0}" -ge "$3" ] 2>/dev/null; then pass "$1: $2 (>= $3)"; else fail "$1: ${2:-none} (expected >= $3)"; fi
 }
 
+# expect_between WHAT ACTUAL MIN MAX
+expect_between() {
+	if [ "${2:-x}" -ge "$3" ] 2>/dev/null && [ "$2" -le "$4" ]; then
+		pass "$1: $2 ($3 to $4)"
+	else
+		fail "$1: ${2:-none} (expected $3 to $4)"
+	fi
+}
+
 expect_eq() {
 	if [ "$2" = "$3" ]; then pass "$1: $2"; else fail "$1: got '$2', expected '$3'"; return 1; fi
 }
