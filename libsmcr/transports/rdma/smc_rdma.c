@@ -669,7 +669,7 @@ static void rdma_release(struct smc_conn *conn)
 static bool rdma_await_peer(struct smc_conn *conn)
 {
 	struct rdma_conn *rc = priv(conn);
-	uint64_t end = smc_clock_ns() + (uint64_t)SMC_CLC_WAIT_SHORT_MS * 1000000;
+	uint64_t end = smc_deadline_after(SMC_CLC_WAIT_SHORT_MS);
 
 	while (rc->link && !atomic_load(&rc->down)) {
 		smc_rdma_link_drain(rc->link);

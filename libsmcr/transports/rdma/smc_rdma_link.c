@@ -770,7 +770,7 @@ void smc_rdma_on_cq_events(struct rdma_dev *dev)
 		IBV(ibv_ack_cq_events)(cq, 1);
 		link->rearm_due = true;
 		if (!smc_rdma.rearm_at)
-			smc_rdma.rearm_at = smc_clock_ns() + SMC_RDMA_REARM_MS * 1000000ull;
+			smc_rdma.rearm_at = smc_deadline_after(SMC_RDMA_REARM_MS);
 		/* a thread that holds cq_lock polls until the CQ is empty (and arms before it sleeps) */
 		smc_rdma_link_poll(link);
 	}
