@@ -121,6 +121,22 @@ bool smcr_fd_set_rcvbuf(int fd, uint32_t bytes)
 	return slot != NULL;
 }
 
+uint32_t smcr_fd_sleepers_add(int fd, int delta)
+{
+	struct smcr_fd_slot *slot = slot_of(fd, delta > 0);
+	uint32_t was;
+
+	if (!slot)
+		return 0;
+	was = atomic_load_explicit(&slot->sleepers, memory_order_relaxed);
+	while ((delta > 0 || was > 0) &&
+	       !atomic_compare_exchange_weak_explicit(&slot->sleepers, &was,
+						      was + (uint32_t)delta,
+						      memory_order_seq_cst, memory_order_relaxed))
+		;
+	return was;
+}
+
 bool smcr_fd_set_record(int fd, uint32_t id)
 {
 	struct smcr_fd_slot *slot = slot_of(fd, true);

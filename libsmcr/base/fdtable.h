@@ -76,6 +76,7 @@ struct smcr_fd_slot {
 	_Atomic(struct smcr_epoll *) epoll;     /* an epoll instance (readiness.h) */
 	_Atomic(int *) keeper;          /* SMCR_FD_OWN: where its holder keeps the number (sys.h) */
 	_Atomic uint32_t rcvbuf;        /* TCP: the SO_RCVBUF the application set (0: none) */
+	_Atomic uint32_t sleepers;      /* kept by the number, closes or not: smcr_fd_sleepers */
 };
 
 extern _Atomic(struct smcr_fd_slot *) smcr_fd_chunks[SMCR_FD_CHUNKS];
@@ -171,6 +172,25 @@ static inline uint32_t smcr_fd_rcvbuf(int fd)
 
 /* Records SO_RCVBUF bytes asked on fd; false if it cannot be tracked. */
 bool smcr_fd_set_rcvbuf(int fd, uint32_t bytes);
+
+/*
+ * The parties of this process that may sleep on fd, a wake descriptor of
+ * libsmcr's (shim/readiness.h): the epoll instances that hold it in the
+ * kernel, and the poll calls asleep on it.  Each party adds 1 (delta) for as long
+ * as it holds the number, and takes it off (-1) under the same number, even if
+ * that was closed and reused meanwhile: the count stays whole, and a
+ * reused number inherits a party for a while, which only costs its new
+ * owner a spurious wake-up.  smcr_fd_sleepers_add returns the count
+ * before it (0 when fd cannot be tracked), and never takes it below 0.
+ */
+uint32_t smcr_fd_sleepers_add(int fd, int delta);
+
+static inline uint32_t smcr_fd_sleepers(int fd)
+{
+	struct smcr_fd_slot *slot = smcr_fd_slot_peek(fd);
+
+	return slot ? atomic_load_explicit(&slot->sleepers, memory_order_seq_cst) : 0;
+}
 
 /*
  * The descriptor number was closed: forget what it was, and drop its

@@ -137,7 +137,13 @@ int smcr_sys_eventfd(void);
  * smcr_sys_wake_drain: reads rx empty, or a bounded part of what a peer
  * flooding it sent (it stays readable: a spurious wake-up); false if a
  * writer shut the channel, which will never again be empty: whoever holds
- * tx broke it on purpose.  In a process whose seccomp filter forbids the
+ * tx broke it on purpose.  smcr_sys_wake_thin: the same, but leaves rx
+ * readable (one byte), for when another sleeper may hold it: the kernel
+ * tells an epoll instance of an edge, or wakes a poll, only if it finds
+ * the descriptor readable when that sleeper runs, so a drain in between
+ * would lose the other's wake-up.  Where the sandbox allows no MSG_PEEK,
+ * it drains and writes tx (the owner's own end) again, and the other
+ * sleeper may lose that wake-up after all.  In a process whose seccomp filter forbids the
  * socket calls (a sandbox that allows read and write only), both fall
  * back to write and read, and a hostile peer can then block them.
  */
@@ -151,6 +157,7 @@ struct smcr_wake_channel {
 int smcr_sys_wake_channel(struct smcr_wake_channel *ch);
 void smcr_sys_wake_send(int tx);
 bool smcr_sys_wake_drain(int rx);
+bool smcr_sys_wake_thin(int rx, int tx);
 
 /*
  * ppoll() for the waits libsmcr makes, its own and those it makes for the

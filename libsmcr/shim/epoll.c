@@ -44,6 +44,12 @@
  * Each instance has its own lock, held while it is looked at and never
  * while sleeping.  The list of instances has another, taken first.
  *
+ * A member counts among its wake descriptor's sleepers (fdtable.h) from
+ * its arm until it is looked at again: an arm reads the descriptor empty
+ * only for its one sleeper, and leaves it readable while another instance
+ * or a poll sleeps on it too, since each finds out about an edge only if
+ * the descriptor is still readable when it runs (smc_sock.h).
+ *
  * Large sets.  Looking at every member at every epoll_wait costs the
  * call in proportion to the members, idle or not (a server's thousands
  * of connections).  So the members are hot or quiet: collect, spin and
@@ -110,7 +116,10 @@
  * at as its epoll_wait would (nothing is consumed), and when none is ready
  * each is armed, which reads its wake descriptor empty, before the kernel
  * is asked about the inner descriptor: then only the application's
- * registrations can make it readable, and from then on news on an armed
+ * registrations can make it readable (or a wake descriptor that another
+ * sleeper holds too, which the arm leaves readable: a spurious wake-up,
+ * until the inner instance's next epoll_wait takes the edge), and from
+ * then on news on an armed
  * connection writes its wake descriptor, which the inner instance holds,
  * which wakes whoever sleeps on it, outer epoll, poll or select.  The arm
  * comes after the look, with the events() number taken before it (as
@@ -175,6 +184,7 @@ struct member {
 	epoll_data_t data;      /* the application's */
 	enum regime regime;     /* what the kernel holds for it */
 	int wake_fd;            /* registered in the SMC regime, or -1 */
+	bool counted;           /* among wake_fd's sleepers: armed, not looked at since */
 	bool disabled;          /* EPOLLONESHOT: reported, not re-armed yet */
 	bool dormant;           /* EPOLL_CTL_DEL'd: ours stay in the kernel for the next ADD,
 				   disabled meanwhile */
@@ -187,6 +197,21 @@ struct member {
 	uint32_t looked;        /* events() taken before its last look */
 	uint32_t idle;          /* looks in a row, in a large set, with nothing to report */
 };
+
+/*
+ * Whether m counts among its wake descriptor's sleepers (fdtable.h): from
+ * before an arm (for a sleep, or going quiet) until it is looked at
+ * again, or leaves the kernel's set.  Meanwhile only the kernel's edge
+ * brings its news; before and after, a look does, and nobody can take it
+ * away.  Only m's own count is ever taken off.
+ */
+static void count_sleeper(struct member *m, bool counts)
+{
+	counts = counts && m->wake_fd >= 0;
+	if (counts != m->counted)
+		smcr_fd_sleepers_add(m->wake_fd, counts ? 1 : -1);
+	m->counted = counts;
+}
 
 struct smcr_epoll {
 	_Atomic unsigned int refs;
@@ -248,8 +273,10 @@ void smcr_epoll_put(struct smcr_epoll *ep)
 		ep->next->prev = ep->prev;
 	pthread_mutex_unlock(&instances_lock);
 	/* the kernel's instance is gone with its last descriptor, and our registrations */
-	for (int i = 0; i < ep->count; i++)
+	for (int i = 0; i < ep->count; i++) {
+		count_sleeper(ep->members[i], false);
 		free(ep->members[i]);
+	}
 	free(ep->members);
 	free(ep->by_fd);
 	pthread_mutex_destroy(&ep->lock);
@@ -356,6 +383,14 @@ static bool add(struct smcr_epoll *ep, struct member *m)
 	return true;
 }
 
+/* m's wake descriptor leaves the kernel's set. */
+static void release_wake(struct smcr_epoll *ep, struct member *m)
+{
+	count_sleeper(m, false);
+	REAL(epoll_ctl)(ep->fd, EPOLL_CTL_DEL, m->wake_fd, NULL);
+	m->wake_fd = -1;
+}
+
 static void drop(struct smcr_epoll *ep, struct member *m)
 {
 	if (m->at < ep->hot)            /* the last hot one takes its place */
@@ -369,10 +404,11 @@ static void drop(struct smcr_epoll *ep, struct member *m)
 }
 
 /*
- * The kernel's registration of m's wake descriptor.  Edge-triggered: the
- * eventfd stays readable until the next arm reads it, and level-triggered
- * the kernel would hand it back at every epoll_wait meanwhile, for nothing
- * (each write is an edge).
+ * The kernel's registration of m's wake descriptor.  Edge-triggered: it
+ * stays readable until the next arm reads it, or for good while another
+ * sleeper holds it too (smcr_sock_arm), and level-triggered the kernel
+ * would hand it back at every epoll_wait meanwhile, for nothing (each
+ * write is an edge).
  */
 static struct epoll_event wake_event(const struct member *m)
 {
@@ -415,8 +451,7 @@ static bool apply(struct smcr_epoll *ep, struct member *m, enum regime to)
 		if (REAL(epoll_ctl)(ep->fd, EPOLL_CTL_ADD, wake, &wev) == 0)
 			m->wake_fd = wake;
 	} else if (to != REG_SMC && m->wake_fd >= 0) {
-		REAL(epoll_ctl)(ep->fd, EPOLL_CTL_DEL, m->wake_fd, NULL);
-		m->wake_fd = -1;
+		release_wake(ep, m);
 	}
 	m->regime = to;
 	m->edge_seen = false;
@@ -430,7 +465,7 @@ static int unregister(struct smcr_epoll *ep, struct member *m)
 
 	/* the wake descriptor's registration would outlive the socket's */
 	if (m->wake_fd >= 0)
-		REAL(epoll_ctl)(ep->fd, EPOLL_CTL_DEL, m->wake_fd, NULL);
+		release_wake(ep, m);
 	rc = REAL(epoll_ctl)(ep->fd, EPOLL_CTL_DEL, m->fd, NULL);
 	drop(ep, m);
 	return rc;
@@ -585,11 +620,13 @@ static void move_wake_in(struct smcr_epoll *ep, int from, int to)
 	for (int i = 0; i < ep->count; i++) {
 		struct member *m = ep->members[i];
 		struct epoll_event wev = wake_event(m);
+		bool counted = m->counted;
 
 		if (m->wake_fd != from)
 			continue;
-		REAL(epoll_ctl)(ep->fd, EPOLL_CTL_DEL, from, NULL);
+		release_wake(ep, m);
 		m->wake_fd = REAL(epoll_ctl)(ep->fd, EPOLL_CTL_ADD, to, &wev) == 0 ? to : -1;
+		count_sleeper(m, counted);
 	}
 }
 
@@ -692,6 +729,7 @@ int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 		 */
 		if (m->regime == REG_SMC) {
 			m->dormant = true;
+			count_sleeper(m, false);
 			m->disabled = true;     /* looked at by nobody, as EPOLLONESHOT's */
 			m->events = 0;
 			break;
@@ -781,7 +819,8 @@ static bool quiet_member(struct member *m)
 
 			if (member_ready(m, since))
 				return false;
-			if (smcr_sock_arm(sk, since, true)) {
+			count_sleeper(m, true);
+			if (smcr_sock_arm(sk, since, true, 1)) {
 				m->signalled = false;
 				return true;
 			}
@@ -873,7 +912,8 @@ static void quieten(struct smcr_epoll *ep, struct member *m)
 		return;         /* another regime's readiness comes without its wake descriptor */
 	/* a disabled one is looked at again after EPOLL_CTL_MOD or ADD only: no arm */
 	if (!m->disabled) {
-		if (!smcr_sock_arm(sk, m->looked, m->signalled)) {
+		count_sleeper(m, true);
+		if (!smcr_sock_arm(sk, m->looked, m->signalled, 1)) {
 			m->idle = 0;
 			return;
 		}
@@ -954,6 +994,7 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 		struct member *m = ep->members[(ep->scan_from + i) % ep->hot];
 		bool said = false;
 
+		count_sleeper(m, false);        /* looked at from now on */
 		if (m->regime == REG_WATCH)
 			drive_due(ep, m);
 		/*
@@ -1036,7 +1077,8 @@ static bool arm(struct smcr_epoll *ep)
 		if (!m->disabled && !(m->events & EPOLLET) &&
 		    (poll_to_epoll(smcr_sock_poll(sk)) & (m->events | EPOLLERR | EPOLLHUP)))
 			return false;
-		if (!smcr_sock_arm(sk, since, m->signalled))
+		count_sleeper(m, true);
+		if (!smcr_sock_arm(sk, since, m->signalled, 1))
 			return false;
 		m->signalled = false;
 	}

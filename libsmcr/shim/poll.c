@@ -5,11 +5,14 @@
  * connections among its descriptors, and sleeps on their wake and TCP
  * descriptors in their place.  As in epoll.c, the arm comes after the
  * look, with the events() number taken before it, so news in between
- * fails the arm and no wakeup is lost.  A connection still connecting or
- * in its CLC exchange is driven on when its TCP socket has news; an epoll
- * instance with members of ours is ready when its own epoll_wait would
- * report something, which epoll.c tells (its opening comment, nested
- * instances).  select is poll over the descriptors in its sets.
+ * fails the arm and no wakeup is lost.  A wake descriptor another sleeper
+ * of this process holds too is left readable for it (wake_entry), and
+ * then looked at every millisecond rather than slept on.  A connection
+ * still connecting or in its CLC exchange is driven on when its TCP
+ * socket has news; an epoll instance with members of ours is ready when
+ * its own epoll_wait would report something, which epoll.c tells (its
+ * opening comment, nested instances).  select is poll over the
+ * descriptors in its sets.
  *
  * A server in its CLC exchange asked for POLLOUT waits for the client's
  * Proposal until a deadline (smcr_sock_want_send, started by the asking),
@@ -91,6 +94,32 @@ static int drive_due(const struct pollfd *fds, nfds_t nfds, const uint8_t *kinds
 }
 
 /*
+ * A poll that sleeps counts among the sleepers on each SMC connection's
+ * wake descriptor (fdtable.h) until it wakes.  One that finds another
+ * sleeper there left the descriptor readable for it (smcr_sock_arm), so
+ * it waits for the descriptor's hang-up only, and looks again every
+ * SHARED_LOOK_MS: the price of one connection waited for by two parties.
+ */
+#define SHARED_LOOK_MS 1
+
+static struct pollfd wake_entry(int wake, bool sleeping, int *timeout_ms)
+{
+	if (!sleeping || smcr_fd_sleepers_add(wake, 1) == 0)
+		return (struct pollfd){ .fd = wake, .events = POLLIN };
+	if (*timeout_ms < 0 || *timeout_ms > SHARED_LOOK_MS)
+		*timeout_ms = SHARED_LOOK_MS;
+	return (struct pollfd){ .fd = wake };
+}
+
+/* After the sleep: the wake descriptors among k (laid out by kinds) lose their sleeper. */
+static void wake_entries_done(const struct pollfd *k, const uint8_t *kinds, nfds_t nfds)
+{
+	for (nfds_t i = 0, nk = 0; i < nfds; i++, nk++)
+		if (kinds[i] == W_SMC)
+			smcr_fd_sleepers_add(k[nk++].fd, -1);
+}
+
+/*
  * One look: the kernel's part (waiting up to timeout_ms) in k, our SMC
  * connections by themselves.  Returns the number of ready entries, or -1;
  * *moved when a connection changed how it is watched.
@@ -100,6 +129,7 @@ static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t 
 {
 	nfds_t nk = 0;
 	int ready = 0, rc, due;
+	bool sleeping = timeout_ms != 0;
 	struct timespec ts, *tsp = NULL;
 
 	for (nfds_t i = 0; i < nfds; i++)
@@ -113,8 +143,8 @@ static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t 
 		kinds[i] = fd < 0 ? W_PLAIN : watch_of(fd);
 		switch (kinds[i]) {
 		case W_SMC:
-			k[nk++] = (struct pollfd){ .fd = smcr_sock_wake_fd(smcr_fd_sock(fd)),
-						   .events = POLLIN };
+			k[nk++] = wake_entry(smcr_sock_wake_fd(smcr_fd_sock(fd)), sleeping,
+					     &timeout_ms);
 			/* its end, or LEAVE (conn/smc_leave.h) */
 			k[nk++] = (struct pollfd){ .fd = fd, .events = POLLIN | POLLRDHUP };
 			break;
@@ -147,6 +177,8 @@ static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t 
 		tsp = &ts;
 	}
 	rc = smcr_sys_ppoll(k, nk, tsp, sigmask);
+	if (sleeping)
+		wake_entries_done(k, kinds, nfds);
 	if (rc < 0)
 		return -1;
 	nk = 0;
@@ -243,7 +275,7 @@ static bool poll_prepare_sleep(struct pollfd *fds, nfds_t nfds, uint32_t *since)
 		uint32_t now = smcr_sock_events(sk);
 
 		if ((smcr_sock_poll(sk) & ((unsigned short)fds[i].events | POLLERR | POLLHUP)) ||
-		    !smcr_sock_arm(sk, now, true))
+		    !smcr_sock_arm(sk, now, true, 0))
 			return false;
 	}
 	return true;

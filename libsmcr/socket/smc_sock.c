@@ -519,9 +519,23 @@ struct smcr_spin_how smcr_sock_spin_how(struct smcr_sock *sk)
 	return sk->conn.ops->spin_how(&sk->conn);
 }
 
-bool smcr_sock_arm(struct smcr_sock *sk, uint32_t since, bool signalled)
+/*
+ * A sleeper that joins while we read the channel empty may have lost the
+ * wake-up it was owed to our read: the count is read again after it (the
+ * arm's fence orders them), and a wake() then writes the channel anew.
+ */
+bool smcr_sock_arm(struct smcr_sock *sk, uint32_t since, bool signalled, uint32_t own)
 {
-	return sk->conn.ops->arm(&sk->conn, since, signalled);
+	struct smc_conn *conn = &sk->conn;
+	int wake_fd = smcr_sock_wake_fd(sk);
+	bool alone = smcr_fd_sleepers(wake_fd) <= own, armed;
+
+	armed = conn->ops->arm(conn, since, signalled, alone);
+	if (alone && smcr_fd_sleepers(wake_fd) > own) {
+		conn->ops->wake(conn);
+		return false;
+	}
+	return armed;
 }
 
 int smcr_sock_wake_fd(struct smcr_sock *sk)

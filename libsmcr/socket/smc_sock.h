@@ -241,13 +241,18 @@ void smcr_sock_setsockopt(struct smcr_sock *sk, int level, int name, const void 
  * smcr_sock_events() is the number to take before looking (see
  * smc_transport.h), smcr_sock_collect() what a spin calls to make it move,
  * smcr_sock_spin_how() how long to spin (spin.h); smcr_sock_arm() false
- * means look again.
+ * means look again.  A party that sleeps on the wake descriptor counts
+ * itself among its sleepers (smcr_fd_sleepers) for as long as it may:
+ * own is 1 if the caller is counted already, 0 if not yet.  The caller
+ * alone reads it empty; with others, it is left readable for them.  The
+ * caller must then sleep without it (poll: it would wake at once) or
+ * edge-triggered (epoll).
  */
 unsigned int smcr_sock_poll(struct smcr_sock *sk);
 uint32_t smcr_sock_events(struct smcr_sock *sk);
 void smcr_sock_collect(struct smcr_sock *sk);
 struct smcr_spin_how smcr_sock_spin_how(struct smcr_sock *sk);
-bool smcr_sock_arm(struct smcr_sock *sk, uint32_t since, bool signalled);
+bool smcr_sock_arm(struct smcr_sock *sk, uint32_t since, bool signalled, uint32_t own);
 int smcr_sock_wake_fd(struct smcr_sock *sk);
 /* The TCP connection has news (poll or epoll saw it): settle the SMC connection. */
 void smcr_sock_tcp_news(struct smcr_sock *sk);

@@ -251,9 +251,12 @@ struct smc_transport_ops {
 	/*
 	 * Arms the channel's rx, first consuming what made it readable (signalled: the
 	 * caller saw it readable): false if events() already moved from
-	 * since, and the caller must not sleep.  Without the lock, like wait.
+	 * since, and the caller must not sleep.  alone: the caller is the
+	 * only sleeper on rx in this process, and rx is read empty; else rx
+	 * is left readable, for the others (smcr_sys_wake_thin).  Without
+	 * the lock, like wait.
 	 */
-	bool (*arm)(struct smc_conn *conn, uint32_t since, bool signalled);
+	bool (*arm)(struct smc_conn *conn, uint32_t since, bool signalled, bool alone);
 
 	/* Ends every wait() on conn in this process (a local state change). */
 	void (*wake)(struct smc_conn *conn);

@@ -439,6 +439,58 @@ static void row_epoll_flags(void)
 }
 
 /*
+ * One connection waited for by two parties: two epoll instances, then an
+ * epoll instance and poll.  A wait that finds nothing for itself must not
+ * take the news from the other.  In libsmcr a member of a set of more than
+ * 64 goes quiet after 256 looks with nothing to report, and then only its
+ * wake descriptor brings it back: the crowd's 66 members (both ends of 33
+ * connections, few enough for smcrd's memory over RDMA), looked at 300
+ * times, are all quiet when the news comes.
+ */
+#define CROWD_PAIRS 33
+#define QUIET_LOOKS 300
+
+static void quieten_crowd(int crowd)
+{
+	struct epoll_event out[4];
+
+	for (int i = 0; i < QUIET_LOOKS; i++)
+		epoll_wait(crowd, out, 4, 0);
+	show_epoll("epoll_wait, the crowd idle", crowd, 0);
+}
+
+static void row_shared_wake(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN }, hup = { .events = EPOLLRDHUP };
+	int c[CROWD_PAIRS], s[CROWD_PAIRS], crowd = epoll_create1(EPOLL_CLOEXEC),
+	    other = epoll_create1(EPOLL_CLOEXEC);
+	char byte;
+
+	puts("== one connection, two parties waiting: epoll and epoll, epoll and poll");
+	for (int i = 0; i < CROWD_PAIRS; i++) {
+		pair(&c[i], &s[i]);
+		epoll_ctl(crowd, EPOLL_CTL_ADD, c[i], &ev);
+		epoll_ctl(crowd, EPOLL_CTL_ADD, s[i], &ev);
+	}
+	quieten_crowd(crowd);
+	CALL("epoll_ctl ADD RDHUP, another instance", epoll_ctl(other, EPOLL_CTL_ADD, s[0], &hup));
+	CALL("peer sends", send(c[0], "x", 1, 0));
+	show_epoll("epoll_wait, the other, nothing for it", other, 50);
+	show_epoll("epoll_wait, the crowd", crowd, FOREVER);
+	CALL("recv", recv(s[0], &byte, 1, 0));
+	CALL("epoll_ctl DEL, the other", epoll_ctl(other, EPOLL_CTL_DEL, s[0], NULL));
+	quieten_crowd(crowd);
+	CALL("peer sends", send(c[0], "x", 1, 0));
+	show_poll("poll RDHUP, nothing for it", s[0], POLLRDHUP, 50);
+	show_epoll("epoll_wait, the crowd", crowd, FOREVER);
+	CALL("recv", recv(s[0], &byte, 1, 0));
+	for (int i = 0; i < CROWD_PAIRS; i++)
+		unpair(c[i], s[i]);
+	close(crowd);
+	close(other);
+}
+
+/*
  * epoll's data is the application's, whatever it holds: here, on a pipe,
  * what libsmcr's own tag for the connection s looks like.
  */
@@ -1067,6 +1119,7 @@ int main(int argc, char **argv)
 	row_timeouts();
 	row_epoll_flags();
 	row_epoll_opaque_data();
+	row_shared_wake();
 	row_nested(BY_EPOLL, "epoll", false);
 	row_nested(BY_EPOLL, "epoll, which held it first", true);
 	row_nested(BY_POLL, "poll", false);

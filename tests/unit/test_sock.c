@@ -67,6 +67,7 @@ struct fake_end {
 	unsigned int sleepers;		/* threads inside wait() */
 	_Atomic bool armed;
 	int efd;
+	bool joined_in_arm;		/* a sleeper joins efd during the next arm */
 	struct fake_end *peer;
 };
 
@@ -165,13 +166,15 @@ static struct smcr_wake_channel fake_wake_channel(struct smc_conn *conn)
 	return (struct smcr_wake_channel){ .rx = end_of(conn)->efd, .tx = -1 };
 }
 
-static bool fake_arm(struct smc_conn *conn, uint32_t since, bool signalled)
+static bool fake_arm(struct smc_conn *conn, uint32_t since, bool signalled, bool alone)
 {
 	struct fake_end *end = end_of(conn);
 	uint64_t count;
 
-	if (signalled && read(end->efd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+	if (signalled && alone && read(end->efd, &count, sizeof(count)) < 0 && errno != EAGAIN)
 		fail_msg("eventfd read: %s", strerror(errno));
+	if (end->joined_in_arm)
+		smcr_fd_sleepers_add(end->efd, 1);
 	atomic_store(&end->armed, true);
 	return atomic_load(&end->events) == since;
 }
@@ -1040,20 +1043,53 @@ static void wake_fd_signals_events_once_armed(void **state)
 	int fd = smcr_sock_wake_fd(b);
 	uint32_t since = smcr_sock_events(b);
 
-	assert_true(smcr_sock_arm(b, since, false));
+	assert_true(smcr_sock_arm(b, since, false, 0));
 	assert_false(fd_readable(fd));
 	assert_int_equal(send_str(p->sk[0], "z", 0), 1);
 	assert_true(fd_readable(fd));
 	assert_int_not_equal(smcr_sock_events(b), since);
 	/* consumed and armed again, but the count moved: look before sleeping */
-	assert_false(smcr_sock_arm(b, since, true));
+	assert_false(smcr_sock_arm(b, since, true, 0));
 	assert_false(fd_readable(fd));
 	since = smcr_sock_events(b);
-	assert_true(smcr_sock_arm(b, since, false));
+	assert_true(smcr_sock_arm(b, since, false, 0));
 	/* a local change (SHUT_RD) wakes a poller too */
 	assert_int_equal(smcr_sock_shutdown(b, -1, SHUT_RD), 0);
 	assert_true(fd_readable(fd));
 	assert_int_not_equal(smcr_sock_events(b), since);
+}
+
+/*
+ * With another sleeper on the wake descriptor, an arm leaves it readable
+ * for that one; a sleeper that comes while an arm reads it empty gets it
+ * written again.
+ */
+static void wake_fd_kept_for_other_sleepers(void **state)
+{
+	struct pair *p = *state;
+	struct smcr_sock *b = p->sk[1];
+	struct fake_end *end = end_of(&b->conn);
+	int fd = smcr_sock_wake_fd(b);
+	uint32_t since;
+
+	assert_int_equal(smcr_fd_sleepers_add(fd, 1), 0);
+	assert_int_equal(send_str(p->sk[0], "z", 0), 1);
+	since = smcr_sock_events(b);
+	assert_true(smcr_sock_arm(b, since, true, 0));
+	assert_true(fd_readable(fd));           /* the other sleeper's, still */
+	assert_true(smcr_sock_arm(b, since, true, 1));
+	assert_false(fd_readable(fd));          /* the one sleeper is the caller */
+	assert_int_equal(smcr_fd_sleepers_add(fd, -1), 1);
+	assert_int_equal(send_str(p->sk[0], "z", 0), 1);
+	since = smcr_sock_events(b);
+	end->joined_in_arm = true;
+	assert_false(smcr_sock_arm(b, since, true, 0));
+	end->joined_in_arm = false;
+	assert_true(fd_readable(fd));
+	assert_int_not_equal(smcr_sock_events(b), since);
+	assert_int_equal(smcr_fd_sleepers_add(fd, -1), 1);
+	assert_int_equal(smcr_fd_sleepers_add(fd, -1), 0);      /* never below 0 */
+	assert_int_equal(smcr_fd_sleepers(fd), 0);
 }
 
 /* ---- wake-ups of blocked calls ---- */
@@ -1155,6 +1191,7 @@ int main(void)
 		PAIR_TEST(poll_bits_after_the_peer_closed),
 		PAIR_TEST(calls_before_smc_fail_as_tcp_would),
 		PAIR_TEST(wake_fd_signals_events_once_armed),
+		PAIR_TEST(wake_fd_kept_for_other_sleepers),
 		PAIR_TEST(blocked_recv_wakes_when_the_peer_sends),
 		PAIR_TEST(blocked_recv_wakes_at_the_peers_shut_wr),
 		PAIR_TEST(blocked_recv_wakes_at_a_local_abort),

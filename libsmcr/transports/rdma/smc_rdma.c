@@ -588,15 +588,20 @@ static struct smcr_wake_channel rdma_wake_channel(struct smc_conn *conn)
 	return (struct smcr_wake_channel){ .rx = smcr_sys_kept(&priv(conn)->wake_fd), .tx = -1 };
 }
 
-static bool rdma_arm(struct smc_conn *conn, uint32_t since, bool signalled)
+/*
+ * The eventfd is read empty only by its one sleeper (alone); with others
+ * it stays readable for them (smc_transport.h), and its counter cannot
+ * fill: it counts up to 2^64 - 2.
+ */
+static bool rdma_arm(struct smc_conn *conn, uint32_t since, bool signalled, bool alone)
 {
 	struct rdma_conn *rc = priv(conn);
 	uint32_t wakes = atomic_load_explicit(&rc->wakes, memory_order_acquire);
 	uint64_t count;
 	int saved_errno = errno;
 
-	if (signalled || !atomic_load_explicit(&rc->armed, memory_order_relaxed) ||
-	    wakes != atomic_load_explicit(&rc->wakes_seen, memory_order_relaxed)) {
+	if (alone && (signalled || !atomic_load_explicit(&rc->armed, memory_order_relaxed) ||
+		      wakes != atomic_load_explicit(&rc->wakes_seen, memory_order_relaxed))) {
 		atomic_store_explicit(&rc->wakes_seen, wakes, memory_order_relaxed);
 		if (REAL(read)(smcr_sys_kept(&rc->wake_fd), &count, sizeof(count)) < 0)
 			errno = saved_errno;

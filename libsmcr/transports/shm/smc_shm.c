@@ -379,20 +379,23 @@ static uint32_t shm_events(struct smc_conn *conn)
 }
 
 /*
- * Reads our channel empty, if the peer or a local wake may have written
- * it.  A channel shut by its writer stays readable for good: whoever holds
- * tx (the peer) broke the connection, and we end its TCP connection, which
- * every holder sees (the peer gone).
+ * Reads our channel empty (alone: no other sleeper of this process holds
+ * it; else down to one byte), if the peer or a local wake may have
+ * written it.  A channel shut by its writer stays readable for good:
+ * whoever holds tx (the peer) broke the connection, and we end its TCP
+ * connection, which every holder sees (the peer gone).
  */
-static void consume_wakeup(struct smc_conn *conn, struct shm *shm, bool signalled)
+static void consume_wakeup(struct smc_conn *conn, struct shm *shm, bool signalled, bool alone)
 {
+	int rx = smcr_sys_kept(&shm->wake_rx);
 	uint32_t wakes = atomic_load_explicit(&shm->wakes, memory_order_acquire);
 
 	if (!signalled && atomic_load_explicit(&shm->ctl->armed, memory_order_relaxed) &&
 	    wakes == atomic_load_explicit(&shm->wakes_seen, memory_order_relaxed))
 		return;
 	atomic_store_explicit(&shm->wakes_seen, wakes, memory_order_relaxed);
-	if (!smcr_sys_wake_drain(smcr_sys_kept(&shm->wake_rx)) && conn->sock >= 0) {
+	if (!(alone ? smcr_sys_wake_drain(rx) : smcr_sys_wake_thin(rx, smcr_sys_kept(&shm->wake_tx))) &&
+	    conn->sock >= 0) {
 		int saved_errno = errno;
 
 		smcr_log(SMCR_LOG_WARN, "fd %d: the peer shut our wake-up channel: the "
@@ -402,11 +405,11 @@ static void consume_wakeup(struct smc_conn *conn, struct shm *shm, bool signalle
 	}
 }
 
-static bool shm_arm(struct smc_conn *conn, uint32_t since, bool signalled)
+static bool shm_arm(struct smc_conn *conn, uint32_t since, bool signalled, bool alone)
 {
 	struct shm *shm = conn->priv;
 
-	consume_wakeup(conn, shm, signalled);
+	consume_wakeup(conn, shm, signalled, alone);
 	atomic_store_explicit(&shm->ctl->armed, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
 	return shm_events(conn) == since;
