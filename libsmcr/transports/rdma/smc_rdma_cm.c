@@ -43,8 +43,17 @@ struct hello {
 	uint32_t magic;
 	uint32_t qpn;
 	uint16_t instance;
-	uint16_t reserved;
+	uint16_t flags;
 } __attribute__((packed));
+
+/*
+ * The sender's QP answers a zero-length RDMA READ (one responder resource
+ * each way): on iWARP, its response is the proof that the WRITEs before
+ * it arrived (smc_rdma_link.h).  A peer without it sends 0.
+ */
+#define HELLO_READS 1u
+/* What a link asks of rdma_cm, so that each side may have one READ in flight. */
+#define LINK_READS_IN_FLIGHT 1
 
 static socklen_t addr_len(const struct sockaddr *sa)
 {
@@ -104,18 +113,24 @@ static int accept_link(struct rdma_cm_event *e)
 					  .private_data_len = sizeof(reply) };
 	struct smc_rdma_link *link;
 	struct listener *l = e->listen_id->context;
+	bool reads;
 	int rc;
 
 	if (!h || e->param.conn.private_data_len < sizeof(*h) || ntohl(h->magic) != HELLO_MAGIC)
 		return -EPROTO;
+	reads = ntohs(h->flags) & HELLO_READS;
+	if (reads)
+		param.responder_resources = param.initiator_depth = LINK_READS_IN_FLIGHT;
 	rc = smc_rdma_link_new(e->id, &link);
 	if (rc)
 		return rc;
 	addr_with_port(rdma_get_peer_addr(e->id), 0, &link->peer);
 	link->peer_instance = ntohs(h->instance);
 	link->info.peer_qpn = ntohl(h->qpn);
+	link->reads = reads;
 	reply = (struct hello){ .magic = htonl(HELLO_MAGIC), .qpn = htonl(link->info.qpn),
-				.instance = htons(l->local.instance) };
+				.instance = htons(l->local.instance),
+				.flags = htons(reads ? HELLO_READS : 0) };
 	if (IBV(rdma_accept)(e->id, &param)) {
 		rc = -errno;
 		e->id->context = NULL;
@@ -392,6 +407,8 @@ static int link_connect(const struct sockaddr *local, const struct sockaddr *pee
 	struct smc_rdma_link *link = NULL;
 	struct hello hello, peer_hello = { 0 };
 	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7,
+					  .responder_resources = LINK_READS_IN_FLIGHT,
+					  .initiator_depth = LINK_READS_IN_FLIGHT,
 					  .private_data = &hello, .private_data_len = sizeof(hello) };
 	int rc = smc_rdma_listen(local, &me);
 
@@ -415,13 +432,14 @@ static int link_connect(const struct sockaddr *local, const struct sockaddr *pee
 	    (rc = smc_rdma_link_new(id, &link)))
 		goto out;
 	hello = (struct hello){ .magic = htonl(HELLO_MAGIC), .qpn = htonl(link->info.qpn),
-				.instance = htons(me.instance) };
+				.instance = htons(me.instance), .flags = htons(HELLO_READS) };
 	if ((rc = IBV(rdma_connect)(id, &param) ? -errno : 0) ||
 	    (rc = expect_event(ch, RDMA_CM_EVENT_ESTABLISHED, timeout_ms, &peer_hello)) ||
 	    (rc = IBV(rdma_migrate_id)(id, smc_rdma.cm) ? -errno : 0))
 		goto out;
 	link->peer_instance = instance;
 	link->info.peer_qpn = ntohl(peer_hello.qpn);
+	link->reads = ntohs(peer_hello.flags) & HELLO_READS;
 	addr_with_port(peer, 0, &link->peer);
 	pthread_mutex_lock(&smc_rdma.lock);
 	smc_rdma_link_up(link);

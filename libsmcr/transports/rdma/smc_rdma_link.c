@@ -561,18 +561,45 @@ static int wait_completed(struct smc_rdma_link *link, uint64_t seq, uint64_t end
 	return 0;
 }
 
+/*
+ * Whether a completion on link is no proof that the peer has the WR: on
+ * iWARP it says only that our end of the TCP connection took it (siw).
+ * Where the peer answers RDMA READs (HELLO_READS), a zero-length READ
+ * after it is: its response comes once the peer placed all before it.
+ * An RC WRITE or SEND elsewhere completes once the peer acknowledged it.
+ */
+static bool proves_by_read(const struct smc_rdma_link *link)
+{
+	return link->dev->iwarp && link->reads;
+}
+
+/*
+ * A signalled WR whose completion says that all before it arrived: a
+ * zero-length RDMA READ where proves_by_read, else a zero-length WRITE.
+ * Neither checks a key or address (InfiniBand's C9-88; iWARP likewise),
+ * and the peer's application never sees them.
+ */
+static struct ibv_send_wr proof_wr(const struct smc_rdma_link *link)
+{
+	return (struct ibv_send_wr){ .opcode = proves_by_read(link) ? IBV_WR_RDMA_READ :
+								       IBV_WR_RDMA_WRITE,
+				     .send_flags = IBV_SEND_SIGNALED };
+}
+
 int smc_rdma_post(struct smc_rdma_link *link, const struct smc_rdma_write *writes, unsigned int n,
 		  const uint8_t *cdc, unsigned int how)
 {
 	struct ibv_sge sge[SMC_RDMA_POST_MAX + 1];
-	struct ibv_send_wr wr[SMC_RDMA_POST_MAX + 1];
+	struct ibv_send_wr wr[SMC_RDMA_POST_MAX + 2];
 	unsigned int i;
 	uint64_t last;
 	int rc;
 
 	if (n > SMC_RDMA_POST_MAX || (!n && !cdc))
 		return -EINVAL;
-	if (cdc && atomic_load_explicit(&smc_rdma.ending, memory_order_relaxed))
+	bool ending = cdc && atomic_load_explicit(&smc_rdma.ending, memory_order_relaxed);
+
+	if (ending)
 		how |= SMC_RDMA_DELIVERED;	/* smc_rdma_process_ending */
 	memset(wr, 0, sizeof(wr));
 	for (i = 0; i < n; i++) {
@@ -600,6 +627,9 @@ int smc_rdma_post(struct smc_rdma_link *link, const struct smc_rdma_write *write
 				   (how & SMC_RDMA_DELIVERED ? IBV_SEND_SIGNALED : 0);
 		i++;
 	}
+	/* the process is about to take its QPs with it: the peer must have it */
+	if (ending && proves_by_read(link))
+		wr[i++] = proof_wr(link);
 	for (unsigned int j = 0; j + 1 < i; j++)
 		wr[j].next = &wr[j + 1];
 	rc = post(link, wr, i, &last);
@@ -615,13 +645,14 @@ int smc_rdma_post(struct smc_rdma_link *link, const struct smc_rdma_write *write
 /*
  * The process is ending.  Its QPs go with it, and with them every WR not
  * yet sent, though send() returned for its bytes.  So each link of ours
- * whose WRs are not all known done gets one more, signalled, whose
- * completion says that all before it left: a zero-length RDMA WRITE, for
- * which no key or address is checked (InfiniBand's C9-88; iWARP likewise)
- * and which the peer never sees.  We wait for those, up to
- * SMC_CLC_WAIT_MS in all.  From then on every CDC is delivered before its
- * post returns: exit() still sends after us (stdio flushes its buffers
- * after the atexit handlers).  Locks are only tried, each for
+ * whose WRs are not all known to have arrived gets one more (proof_wr),
+ * whose completion says that all before it did: one with WRs not yet
+ * complete, and on iWARP one with any (its completions prove nothing: the
+ * peer's end of siw's TCP connection may never get what ours took, once
+ * the QP is gone).  We wait for those, up to SMC_CLC_WAIT_MS in all.
+ * From then on every CDC is delivered before its post returns, proven the
+ * same way: exit() still sends after us (stdio flushes its buffers after
+ * the atexit handlers).  Locks are only tried, each for
  * ENDING_LOCK_MS: the caller may be a signal handler that interrupted
  * their holder.  The link references taken are not given back.
  */
@@ -644,10 +675,13 @@ static struct smc_rdma_link *links_ending(void)
 	return list;
 }
 
-/* Posts the last WR after link's others (a slot free by end): its number, or 0. */
-static uint64_t post_last(struct smc_rdma_link *link, uint64_t end)
+/*
+ * Posts the last WR after link's others (a slot free by end): its number,
+ * or 0; *unsent: some of the others had not completed.
+ */
+static uint64_t post_last(struct smc_rdma_link *link, uint64_t end, bool *unsent)
 {
-	struct ibv_send_wr wr = { .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr wr = proof_wr(link);
 	struct ibv_send_wr *bad;
 	uint64_t outstanding, seq = 0;
 
@@ -662,7 +696,9 @@ static uint64_t post_last(struct smc_rdma_link *link, uint64_t end)
 		smc_rdma_link_poll(link);
 		usleep(1000);
 	}
-	if (!link_dead(link) && outstanding && outstanding < link->send_slots) {
+	*unsent = outstanding;
+	if (!link_dead(link) && (outstanding || proves_by_read(link)) &&
+	    outstanding < link->send_slots) {
 		wr.wr_id = ++link->posted;
 		if (ibv_post_send(link->qp, &wr, &bad) == 0)
 			seq = link->posted;
@@ -692,7 +728,7 @@ static bool ending_calls_permitted(void)
 void smc_rdma_process_ending(void)
 {
 	uint64_t start = smc_clock_ns(), end = smc_deadline_after(SMC_CLC_WAIT_MS);
-	unsigned int links = 0, unsent = 0;
+	unsigned int links = 0, unsent = 0, proven = 0;
 	struct smc_rdma_link *list;
 
 	if (!ending_calls_permitted())
@@ -700,17 +736,21 @@ void smc_rdma_process_ending(void)
 	atomic_store(&smc_rdma.ending, true);
 	list = links_ending();
 	for (struct smc_rdma_link *link = list; link; link = link->ending_next) {
-		link->ending_seq = post_last(link, end);
+		bool some_unsent = false;
+
+		link->ending_seq = post_last(link, end, &some_unsent);
 		links++;
-		unsent += link->ending_seq != 0;
+		unsent += some_unsent;
+		proven += link->ending_seq && proves_by_read(link);
 	}
 	for (struct smc_rdma_link *link = list; link; link = link->ending_next)
 		if (link->ending_seq && wait_completed(link, link->ending_seq, end) == -ETIMEDOUT)
 			smcr_log(SMCR_LOG_WARN, "rdma: qp %u: not all sent in %d ms, at the exit",
 				 link->info.qpn, SMC_CLC_WAIT_MS);
 	if (links)
-		smcr_log(SMCR_LOG_DEBUG, "rdma: ending: %u links, %u with WRs unsent, %llu us",
-			 links, unsent, (unsigned long long)(smc_clock_ns() - start) / 1000);
+		smcr_log(SMCR_LOG_DEBUG, "rdma: ending: %u links, %u with WRs unsent, "
+			 "%u proven by a READ, %llu us", links, unsent, proven,
+			 (unsigned long long)(smc_clock_ns() - start) / 1000);
 }
 
 void smc_rdma_dev_fail_links(struct rdma_dev *dev, const char *why)

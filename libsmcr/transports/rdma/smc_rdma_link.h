@@ -194,8 +194,11 @@ struct smc_rdma_write {
 /* How smc_rdma_post sends its CDC. */
 enum {
 	SMC_RDMA_SOLICITED = 1,		/* the peer's thread is woken for it */
-	SMC_RDMA_DELIVERED = 2,		/* returns once the peer's QP has it (or after
-					   SMC_CLC_WAIT_MS); every CDC, once the process is ending */
+	SMC_RDMA_DELIVERED = 2,		/* returns once it completed (or after
+					   SMC_CLC_WAIT_MS): the peer's QP has it, but on iWARP
+					   only our end of the TCP connection may, until the
+					   process is ending, when every CDC is delivered and
+					   proven so (smc_rdma_process_ending) */
 };
 
 /*

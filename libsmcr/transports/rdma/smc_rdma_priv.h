@@ -105,6 +105,7 @@ struct smc_rdma_link {
 	struct smc_rdma_link *next;		/* in smc_rdma.links, then smc_rdma.reap */
 	struct smc_rdma_link *ending_next;	/* smc_rdma_process_ending's list */
 	uint64_t ending_seq;			/* its WR to wait for there (0: none) */
+	bool reads;				/* the peer answers our RDMA READs (HELLO_READS) */
 };
 /* A link to the process (peer, instance) that a thread of ours is connecting. */
 struct rdma_connecting {
