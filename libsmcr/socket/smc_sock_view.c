@@ -763,13 +763,35 @@ static bool view_offered(struct smcr_sock *sk)
  * transport; if not, it gets it from smcrd.  False if it cannot: the
  * connection is lost to this process.
  */
+/*
+ * This view on the transport the connection took, which another process
+ * may have chosen (it answered on RDMA while this one held the
+ * shared-memory buffer set up for the offer, and the client's it had
+ * reached): what it held is let go, since the peer never writes there.
+ * False if the state names no transport of ours.
+ */
+static bool follow_transport(struct smcr_sock *sk)
+{
+	const struct smc_transport_ops *t = smc_transport(sk->sh->transport);
+
+	if (!t)
+		return false;
+	if (sk->conn.ops == t)
+		return true;
+	if (sk->conn.priv)
+		release_view(sk);
+	drop_reached(sk);
+	sk->conn.ops = t;
+	return true;
+}
+
 static bool view_complete(struct smcr_sock *sk, int fd)
 {
 	if (sk->attached || sk->lost)
 		return sk->attached;
-	if (sk->conn.priv && attach_reached(sk) == 0)
+	if (follow_transport(sk) && sk->conn.priv && attach_reached(sk) == 0)
 		return true;
-	sk->lost = view_resumed(sk, fd) != 0;
+	sk->lost = !follow_transport(sk) || view_resumed(sk, fd) != 0;
 	if (sk->lost)
 		smcr_log(SMCR_LOG_WARN, "fd %d: this process cannot reach the connection's "
 			 "buffers", fd);

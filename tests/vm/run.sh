@@ -27,12 +27,12 @@
 # BUILD_DIR/vm-perftest.txt (the baselines for the RDMA transport), with
 # rdma_peer's figures of the RDMA transport and their ratios to perftest.  Prints
 # every guest's results; exits 1 if any check, guest or figure is missing
-# or failed.  Each guest is killed after VM_TIMEOUT (900) s.
+# or failed.  Each guest is killed after VM_TIMEOUT (1200) s.
 set -euo pipefail
 build=$(cd "${1:?usage: $0 BUILD_DIR}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 export VM_CACHE=${VM_CACHE:-/var/tmp/smcr-vm}
-export VM_TIMEOUT=${VM_TIMEOUT:-900}
+export VM_TIMEOUT=${VM_TIMEOUT:-1200}
 vm=$build/vm
 rm -rf "$vm"
 mkdir -p "$vm"
@@ -63,7 +63,7 @@ onehost() {
 rdma_tests=(redis-rdma iperf3-rdma sockperf-rdma stress-rdma socat-rdma fork-rdma kill-rdma budget-rdma semantics-rdma
 	    late_peer-rdma closefrom-rdma fork_used-rdma leave_confined-rdma used_then_forked-rdma
 	    sandbox_race-rdma inetd-rdma exec_gap-rdma exec_close-rdma dispatch-rdma sshd-rdma
-	    forkserver-rdma forkserver_many-rdma ftp-rdma exit_send-rdma exit_now-rdma)
+	    forkserver-rdma forkserver_many-rdma ftp-rdma exit_send-rdma exit_now-rdma handover-rdma)
 onehost rxe socat-shm stress negotiation_wire shm_broker "${rdma_tests[@]}"
 onehost siw socat-shm stress "${rdma_tests[@]}"
 
