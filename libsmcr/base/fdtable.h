@@ -175,13 +175,14 @@ bool smcr_fd_set_rcvbuf(int fd, uint32_t bytes);
 
 /*
  * The parties of this process that may sleep on fd, a wake descriptor of
- * libsmcr's (shim/readiness.h): the epoll instances that hold it in the
- * kernel, and the poll calls asleep on it.  Each party adds 1 (delta) for as long
- * as it holds the number, and takes it off (-1) under the same number, even if
- * that was closed and reused meanwhile: the count stays whole, and a
- * reused number inherits a party for a while, which only costs its new
- * owner a spurious wake-up.  smcr_fd_sleepers_add returns the count
- * before it (0 when fd cannot be tracked), and never takes it below 0.
+ * libsmcr's (shim/readiness.h): epoll members armed on it and not looked
+ * at since, and poll calls asleep on it.  Each party adds 1 (delta) for
+ * as long as it depends on the kernel's word, and takes it off (-1) under
+ * the same number, even if that was closed and reused meanwhile: the
+ * count stays whole, and a reused number inherits a party for a while,
+ * which only costs its new owner a wake-up for nothing.
+ * smcr_fd_sleepers_add returns the count before it (0 when fd cannot be
+ * tracked), and never takes it below 0.
  */
 uint32_t smcr_fd_sleepers_add(int fd, int delta);
 

@@ -143,9 +143,10 @@ int smcr_sys_eventfd(void);
  * the descriptor readable when that sleeper runs, so a drain in between
  * would lose the other's wake-up.  Where the sandbox allows no MSG_PEEK,
  * it drains and writes tx (the owner's own end) again, and the other
- * sleeper may lose that wake-up after all.  In a process whose seccomp filter forbids the
- * socket calls (a sandbox that allows read and write only), both fall
- * back to write and read, and a hostile peer can then block them.
+ * sleeper may lose that wake-up after all.  In a process whose seccomp
+ * filter forbids the socket calls (a sandbox that allows read and write
+ * only), these fall back to write and read, and a hostile peer can then
+ * block them.
  */
 struct smcr_wake_channel {
 	int rx, tx;
