@@ -27,12 +27,12 @@
 # BUILD_DIR/vm-perftest.txt (the baselines for the RDMA transport), with
 # rdma_peer's figures of the RDMA transport and their ratios to perftest.  Prints
 # every guest's results; exits 1 if any check, guest or figure is missing
-# or failed.  Each guest is killed after VM_TIMEOUT (1200) s.
+# or failed.  Each guest is killed after VM_TIMEOUT (1800) s.
 set -euo pipefail
 build=$(cd "${1:?usage: $0 BUILD_DIR}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 export VM_CACHE=${VM_CACHE:-/var/tmp/smcr-vm}
-export VM_TIMEOUT=${VM_TIMEOUT:-1200}
+export VM_TIMEOUT=${VM_TIMEOUT:-1800}
 vm=$build/vm
 rm -rf "$vm"
 mkdir -p "$vm"
