@@ -6,7 +6,8 @@
 # one line "PASS NAME" or "FAIL NAME (why)" to /out/results, which run.sh on
 # the host prints; guest_finish exits 1 if any check failed, so that the
 # guest's status (runvm.sh's) says it too.
-#   check NAME SECS CMD...   runs CMD (killed after SECS), PASS if it exits 0
+#   check NAME SECS CMD...   runs CMD (killed after SECS), PASS if it exits 0;
+#                            says on the console how long it took
 #   record NAME OK|FAIL WHY  a result found some other way
 #   wait_for FILE PATTERN SECS
 #   guest_finish             stops the background jobs, exits 0 or 1
@@ -25,12 +26,13 @@ record() {
 }
 
 check() {
-	local name=$1 secs=$2 rc
+	local name=$1 secs=$2 rc start=$SECONDS
 	shift 2
 	echo "--- $name: $*"
 	timeout -k 5 "$secs" "$@" > "/out/$name.log" 2>&1
 	rc=$?
 	tail -n 5 "/out/$name.log"
+	echo "--- $name took $((SECONDS - start)) s"     # in console.log: where a guest's time goes
 	case $rc in
 		0) record "$name" OK ;;
 		124) record "$name" FAIL "killed after $secs s" ;;
