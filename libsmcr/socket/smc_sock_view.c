@@ -759,11 +759,6 @@ static bool view_offered(struct smcr_sock *sk)
 }
 
 /*
- * Under the connection lock, on SMC: whether this process has the whole
- * transport; if not, it gets it from smcrd.  False if it cannot: the
- * connection is lost to this process.
- */
-/*
  * This view on the transport the connection took, which another process
  * may have chosen (it answered on RDMA while this one held the
  * shared-memory buffer set up for the offer, and the client's it had
@@ -785,13 +780,21 @@ static bool follow_transport(struct smcr_sock *sk)
 	return true;
 }
 
+/*
+ * Under the connection lock, on SMC: whether this process has the whole
+ * transport; if not, it gets it from smcrd.  False if it cannot: the
+ * connection is lost to this process.
+ */
 static bool view_complete(struct smcr_sock *sk, int fd)
 {
 	if (sk->attached || sk->lost)
 		return sk->attached;
-	if (follow_transport(sk) && sk->conn.priv && attach_reached(sk) == 0)
+	if (!follow_transport(sk))
+		sk->lost = true;
+	else if (sk->conn.priv && attach_reached(sk) == 0)
 		return true;
-	sk->lost = !follow_transport(sk) || view_resumed(sk, fd) != 0;
+	else
+		sk->lost = view_resumed(sk, fd) != 0;
 	if (sk->lost)
 		smcr_log(SMCR_LOG_WARN, "fd %d: this process cannot reach the connection's "
 			 "buffers", fd);

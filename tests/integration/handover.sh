@@ -135,9 +135,7 @@ stop_bg "$srv" -
 expect_eq "fork: the server and its child exit" "$?" 0
 if [ "$TEST_TRANSPORT" = rdma ]; then
 	allow_log "fd [0-9]+: this process cannot reach the connection's buffers"
-	left=$(transport_counter left)
-	on_transport "fork in turn" 1 0
-	expect_eq "fork in turn: ends that left for TCP" $((left - last_left)) 2
+	on_transport_forked "fork in turn" 1 0 2
 else
 	on_transport_forked "fork in turn" 1 1000
 fi
