@@ -64,7 +64,7 @@ stage package tests/package/run.sh
 # which does not, needs ASan told not to check that it comes first.
 stage integration-asan env ASAN_OPTIONS=verify_asan_link_order=0 \
 	ctest --test-dir build-asan --no-tests=error --output-on-failure \
-	-R 'integration\.(transparency|semantics|fork|forkserver|closefrom|dispatch|sharedconn|stress|handover|handover_uid|late_peer|kill|budget|subprocess|exec_close|raw_clone|first_calls|fork_counted|spawn_offers|inherited_filter|leave_confined|used_then_forked|sandbox_race|exit_send|(fork|socat|redis|iperf3|sockperf|idle_conns)-shm)$|adversarial\.(state_lock|forged_leave)$'
+	-R 'integration\.(transparency|semantics|fork|forkserver|closefrom|dispatch|sharedconn|stress|handover|handover_uid|late_peer|kill|budget|subprocess|exec_close|raw_clone|first_calls|fork_counted|spawn_offers|inherited_filter|leave_confined|leave_both|used_then_forked|sandbox_race|exit_send|(fork|socat|redis|iperf3|sockperf|idle_conns)-shm)$|adversarial\.(state_lock|forged_leave)$'
 
 # And under ThreadSanitizer: the unit tests, and the integration tests whose
 # programs are ours (TSan must be in the program: python or socat cannot

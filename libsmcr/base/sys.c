@@ -303,6 +303,33 @@ static bool socket_calls_allowed(long nr, int flags)
 							  (uint64_t)flags });
 }
 
+/* Whether the filter lets the application's recvmsg or sendmsg (nr) with flags be made. */
+static bool msg_call_allowed(long nr, int fd, int flags)
+{
+	return !smcr_filter_any() ||
+	       smcr_filter_permits(nr, (const uint64_t[6]){ (uint64_t)fd, 0, (uint64_t)flags });
+}
+
+ssize_t smcr_sys_stream_recv(int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+
+	if (!flags && !msg_call_allowed(SYS_recvmsg, fd, flags))
+		return iovcnt == 1 ? REAL(read)(fd, iov->iov_base, iov->iov_len)
+				   : REAL(readv)(fd, iov, iovcnt);
+	return REAL(recvmsg)(fd, &mh, flags);
+}
+
+ssize_t smcr_sys_stream_send(int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+
+	if (!flags && !msg_call_allowed(SYS_sendmsg, fd, flags))
+		return iovcnt == 1 ? REAL(write)(fd, iov->iov_base, iov->iov_len)
+				   : REAL(writev)(fd, iov, iovcnt);
+	return REAL(sendmsg)(fd, &mh, flags);
+}
+
 void smcr_sys_wake_send(int tx)
 {
 	static const char byte = 1;

@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
 #include <time.h>
 
 /*
@@ -151,6 +152,16 @@ int smcr_sys_eventfd(void);
 struct smcr_wake_channel {
 	int rx, tx;
 };
+
+/*
+ * recvmsg and sendmsg of iov on fd, a connected stream socket, for the
+ * application's calls that libsmcr hands to the kernel's socket: without
+ * flags, where the process's seccomp filter forbids those calls (a
+ * sandbox that allows read and write only), read and write (readv and
+ * writev for more than one buffer), which are the same there.  As the calls: the count, or -1 and errno.
+ */
+ssize_t smcr_sys_stream_recv(int fd, const struct iovec *iov, int iovcnt, int flags);
+ssize_t smcr_sys_stream_send(int fd, const struct iovec *iov, int iovcnt, int flags);
 
 /* No channel: for a transport whose wake-ups are its own. */
 #define SMCR_NO_WAKE_CHANNEL ((struct smcr_wake_channel){ .rx = -1, .tx = -1 })

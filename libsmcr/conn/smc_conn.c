@@ -73,7 +73,8 @@ int smc_conn_consumer_update(struct smc_conn *conn, bool force)
 		.peer_prod_flags = conn->st->peer_prod_flags,
 	};
 
-	if (!smc_cdc_cons_update_due(&view, force))
+	/* left, by either end: the peer reads the stream, not our cursors */
+	if (smc_leave_tx_gone(conn) || !smc_cdc_cons_update_due(&view, force))
 		return 0;
 	/* answered: the peer asks again in its next CDC if it still wants to */
 	conn->st->peer_prod_flags &= ~SMC_CDC_CONS_UPDATE_REQ;

@@ -1,6 +1,6 @@
 /*
- * smc_leave.c - leaving for TCP mid-stream, and answering a peer that left
- * (smc_leave.h).
+ * smc_leave.c - leaving for TCP mid-stream, answering a peer that left,
+ * and taking the peer's reply to our leaving (smc_leave.h).
  *
  * Why no byte is lost or doubled.  Each direction's stream is cut at one
  * cursor, and each side reads every byte once, in order:
@@ -19,6 +19,13 @@
  *    peer reads them there; the leaver's next bytes follow LEAVE on the
  *    stream, and the peer reads the stream only once its RMB is empty up
  *    to that cursor.
+ * The leaver reads the peer's reply before any byte on the stream: the
+ * ANSWER, which the peer writes before the bytes it sends again, or, if
+ * both ends left before either looked, the peer's own LEAVE.  Then each
+ * end's cut of what it reads is the other's producer cursor, as the
+ * peer's is above: its RMB up to there, then the stream, where the other's
+ * bytes after its LEAVE are; neither sends anything again, and each sent
+ * everything after its own cut on the stream.
  * A LEAVE whose cursors the peer's own state contradicts fails the
  * connection (as a reset), since one of the cuts would be wrong.
  */
@@ -26,6 +33,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "log.h"
 #include "real.h"
@@ -97,8 +105,8 @@ static int leave_read(struct smc_conn *conn, uint8_t msg[SMC_LEAVE_MSG_LEN])
 
 int smc_leave_send(struct smc_conn *conn, uint32_t reason, bool whole)
 {
-	struct smc_leave leave = { .reason = reason, .cons = conn->st->rx_cons,
-				   .prod = conn->st->tx_prep };
+	struct smc_leave leave = { .version = SMC_LEAVE_VERSION, .reason = reason,
+				   .cons = conn->st->rx_cons, .prod = conn->st->tx_prep };
 	uint8_t msg[SMC_LEAVE_MSG_LEN];
 	int rc = -smc_conn_error(conn);
 
@@ -130,9 +138,9 @@ int smc_leave_send(struct smc_conn *conn, uint32_t reason, bool whole)
  * LEAVE's cursors against ours: its consumer cursor between what it last
  * announced and what we wrote; its producer cursor what our RMB holds,
  * once the CDCs that announce it came (a holder's last ones may lag
- * behind the stream: await_peer).  0 or -EPROTO.
+ * behind the stream: await_peer, if it may_wait).  0 or -EPROTO.
  */
-static int leave_matches(struct smc_conn *conn, const struct smc_leave *leave)
+static int leave_matches(struct smc_conn *conn, const struct smc_leave *leave, bool may_wait)
 {
 	struct smc_cursor prod_limit = smc_cursor_add(conn->st->rx_confirmed, conn->rmb_size,
 						      conn->rmb_size);
@@ -146,7 +154,8 @@ static int leave_matches(struct smc_conn *conn, const struct smc_leave *leave)
 		if (smc_cursor_equal(leave->prod, conn->st->rx_prod))
 			return 0;
 		if (smc_cursor_check_update(conn->st->rx_prod, leave->prod, prod_limit) ==
-		    SMC_CURSOR_BAD || !conn->ops->await_peer || !conn->ops->await_peer(conn))
+		    SMC_CURSOR_BAD || !may_wait || !conn->ops->await_peer ||
+		    !conn->ops->await_peer(conn))
 			break;
 	}
 	return -EPROTO;
@@ -176,6 +185,21 @@ static int resend(struct smc_conn *conn, struct smc_cursor from, uint64_t deadli
 	return 0;
 }
 
+/*
+ * The answer a version-2 leaver reads before the bytes we write it next:
+ * its producer cursor echoed, where we read our RMB up to, and ours,
+ * where the bytes we send it again end.
+ */
+static int send_answer(struct smc_conn *conn, const struct smc_leave *leave, uint64_t deadline)
+{
+	struct smc_leave answer = { .version = SMC_LEAVE_VERSION, .flags = SMC_LEAVE_ANSWER,
+				    .cons = leave->prod, .prod = conn->st->tx_prep };
+	uint8_t msg[SMC_LEAVE_MSG_LEN];
+
+	smc_leave_encode(&answer, msg);
+	return smcr_sys_send_all(conn->sock, msg, sizeof(msg), deadline);
+}
+
 /* Reads LEAVE from the stream and writes what it asks for (-EAGAIN: not all of it came yet). */
 static int answer(struct smc_conn *conn)
 {
@@ -192,7 +216,9 @@ static int answer(struct smc_conn *conn)
 	if (!rc)
 		conn->st->leave_reason = leave.reason;
 	if (!rc)
-		rc = leave_matches(conn, &leave);
+		rc = leave_matches(conn, &leave, true);
+	if (!rc && leave.version >= 2)
+		rc = send_answer(conn, &leave, deadline);
 	if (!rc)
 		rc = resend(conn, leave.cons, deadline);
 	if (!rc && (conn->st->local_state & SMC_CDC_PEER_DONE_WRITING) &&
@@ -231,4 +257,84 @@ int smc_leave_fetch(struct smc_conn *conn)
 	int rc = smc_conn_cdc_fetch(conn);
 
 	return rc ? rc : smc_leave_answer(conn);
+}
+
+int smc_leave_fetch_answered(struct smc_conn *conn)
+{
+	uint64_t deadline = smc_deadline_after(LEAVE_WAIT_MS);
+	int rc;
+
+	while (!(rc = smc_leave_fetch(conn)) && smc_leave_pending(conn)) {
+		rc = smc_conn_cdc_wait(conn, conn->ops->events(conn), deadline);
+		if (rc)
+			break;
+	}
+	return rc;
+}
+
+/*
+ * The reply is whole in st->reply: an ANSWER ends the leave; the peer's
+ * own LEAVE means both ends left at once, and each reads its own RMB out,
+ * up to the other's producer cursor, before the stream (the follower's
+ * part, for reading only: neither sends anything again).
+ */
+static int reply_apply(struct smc_conn *conn, bool whole, bool may_wait)
+{
+	struct smc_leave reply;
+	int rc = smc_leave_decode(conn->st->reply, sizeof(conn->st->reply), &reply);
+
+	if (rc)
+		return rc;
+	if (reply.flags & SMC_LEAVE_ANSWER)
+		return smc_cursor_equal(reply.cons, conn->st->tx_prep) ? 0 : -EPROTO;
+	if (!whole)             /* our RMB is out of this view's reach */
+		return -ENOTRECOVERABLE;
+	rc = leave_matches(conn, &reply, may_wait);
+	if (rc)
+		return rc;
+	conn->st->leave_reason = reply.reason;
+	conn->st->leave_taken = true;
+	conn->st->crossed = true;
+	smc_conn_peer_says(conn, SMC_CDC_PEER_LEAVING);
+	smcr_log(SMCR_LOG_DEBUG, "fd %d: both ends left for TCP at once (the peer's reason "
+		 "0x%08x): %u bytes of its still to read here", conn->sock, reply.reason,
+		 smc_ring_readable(conn->rmb_size, conn->st->rx_cons, conn->st->rx_prod));
+	return 0;
+}
+
+int smc_leave_reply(struct smc_conn *conn, int flags, bool whole, bool may_wait)
+{
+	uint8_t got = conn->st->reply_got;
+	struct iovec iov;
+	ssize_t n;
+	int rc;
+
+	if (!(conn->st->local_state & SMC_CDC_PEER_LEAVING) || conn->st->reply_taken)
+		return 0;
+	if (got >= sizeof(conn->st->reply))    /* the state's value, another holder's to write */
+		return -EPROTO;
+	iov = (struct iovec){ conn->st->reply + got, sizeof(conn->st->reply) - got };
+	n = smcr_sys_stream_recv(conn->sock, &iov, 1, flags);
+	if (n < 0)
+		return -errno;
+	if (n == 0 && got == 0) {
+		/* the stream ended first: a peer that closed before it read our LEAVE */
+		conn->st->reply_taken = true;
+		return 0;
+	}
+	if (n == 0)
+		return -ECONNRESET;
+	conn->st->reply_got = (uint8_t)(got + n);
+	if (conn->st->reply_got < sizeof(conn->st->reply))
+		return -EAGAIN;
+	rc = reply_apply(conn, whole, may_wait);
+	conn->st->reply_taken = true;   /* once: a failure fails the connection */
+	if (rc) {
+		smcr_log(SMCR_LOG_WARN, "fd %d: the peer's reply to our leaving for TCP does not "
+			 "fit: %s: connection reset", conn->sock, strerror(-rc));
+		conn->st->err = ECONNRESET;
+		smcr_sys_reset(conn->sock);
+		return -ECONNRESET;
+	}
+	return 0;
 }

@@ -5,12 +5,13 @@
  * The end that leaves stops using its RMB and the peer's, writes LEAVE
  * (wire/smc_leave_msg.h) on the TCP stream with its consumer and producer
  * cursors, and flags its CDC; from then on its bytes are the kernel's.
- * The end that stays answers by writing on the stream, from where it still
- * has them, the bytes it had sent that the leaver had not read; its reader
- * then empties its RMB, up to the leaver's producer cursor, and goes on
- * with the stream.  Both calls are made under the connection lock; a data
- * call of either end that finds it has left fails with -EXDEV, and its
- * caller goes on with the kernel's socket.
+ * The end that stays answers by writing on the stream an ANSWER and then,
+ * from where it still has them, the bytes it had sent that the leaver had
+ * not read; its reader then empties its RMB, up to the leaver's producer
+ * cursor, and goes on with the stream.  Two ends that left at once each
+ * read their own RMB out instead (smc_leave_reply).  The calls are made
+ * under the connection lock; a data call of either end that finds it has
+ * left fails with -EXDEV, and its caller goes on with the kernel's socket.
  */
 #ifndef SMCR_CONN_SMC_LEAVE_H
 #define SMCR_CONN_SMC_LEAVE_H
@@ -39,8 +40,31 @@ int smc_leave_send(struct smc_conn *conn, uint32_t reason, bool whole);
  */
 int smc_leave_answer(struct smc_conn *conn);
 
+/*
+ * Under the connection lock, before this end, which left, reads the
+ * stream: the peer's reply to our LEAVE comes first, and is taken here.
+ * An ANSWER: the peer writes us again what we had not read.  The peer's
+ * own LEAVE: both left at once, and what we had not read is in our RMB
+ * (smc_leave_crossed_unread), which needs this view to be whole; the
+ * CDCs that announce it are awaited only if we may_wait.  flags is
+ * MSG_DONTWAIT or 0, as the caller's read.  0 once the reply is taken, or
+ * nothing is due (the stream ended first); -EAGAIN while a part of it
+ * came; another negative errno from the read; or -ECONNRESET, the
+ * connection failed: the reply did not fit.
+ */
+int smc_leave_reply(struct smc_conn *conn, int flags, bool whole, bool may_wait);
+
 /* smc_conn_cdc_fetch(), then smc_leave_answer(). */
 int smc_leave_fetch(struct smc_conn *conn);
+
+/*
+ * smc_leave_fetch(), and if the peer left, waits until its LEAVE came and
+ * is answered: for an end about to lose the calls that answering takes
+ * (a seccomp filter).  Its leaver wrote LEAVE whole before the flagged
+ * CDC, so the wait is short; it ends after LEAVE_WAIT_MS all the same
+ * (-EAGAIN).  0, or a negative errno.
+ */
+int smc_leave_fetch_answered(struct smc_conn *conn);
 
 /*
  * Under the connection lock: the peer left, and not all of its LEAVE has
@@ -62,9 +86,33 @@ static inline bool smc_leave_tx_gone(const struct smc_conn *conn)
 /* ... and its reads too, once nothing of the peer's is left in its RMB (readable bytes). */
 static inline bool smc_leave_rx_gone(const struct smc_conn *conn, uint32_t readable)
 {
-	return (conn->st->local_state & SMC_CDC_PEER_LEAVING) ||
+	return ((conn->st->local_state & SMC_CDC_PEER_LEAVING) && !conn->st->crossed) ||
 	       ((conn->st->peer_state & SMC_CDC_PEER_LEAVING) && conn->st->leave_taken &&
 		readable == 0);
+}
+
+/*
+ * Both ends left at once, and bytes of the peer's are still in our RMB:
+ * they come before the stream.  Read without the lock, as a hint: the
+ * read path looks again under it.
+ */
+static inline bool smc_leave_crossed_unread(const struct smc_conn *conn)
+{
+	return __atomic_load_n(&conn->st->crossed, __ATOMIC_RELAXED) &&
+	       !smc_cursor_equal(conn->st->rx_cons, conn->st->rx_prod);
+}
+
+/*
+ * This end left, and its reads still go through libsmcr: the peer's reply
+ * is not taken yet, or our RMB not read out after both left at once.
+ * Read without the lock, as a hint: flags once set stay set.
+ */
+static inline bool smc_leave_reads_ours(const struct smc_conn *conn)
+{
+	return (__atomic_load_n(&conn->st->local_state, __ATOMIC_RELAXED) &
+		SMC_CDC_PEER_LEAVING) &&
+	       (!__atomic_load_n(&conn->st->reply_taken, __ATOMIC_RELAXED) ||
+		smc_leave_crossed_unread(conn));
 }
 
 #endif

@@ -96,6 +96,12 @@ static bool send_locked(const struct smcr_control_msg *m, const int *out, size_t
 	struct iovec iov = { (void *)m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
+	/* a sandbox that forbids it (base/filter.h): smcrd learns at our exit */
+	if (!smcr_filter_permits(SYS_sendmsg, (const uint64_t[6]){ (uint64_t)ctl_fd, 0,
+								  MSG_NOSIGNAL | (uint64_t)flags })) {
+		errno = EPERM;
+		return false;
+	}
 	smcr_control_attach_fds(&mh, &room, out, nout);
 	return REAL(sendmsg)(ctl_fd, &mh, MSG_NOSIGNAL | flags) == sizeof(*m);
 }
@@ -128,6 +134,12 @@ static int exchange_locked(struct smcr_control_msg *m, const int *out, size_t no
 	 * then fails (EPIPE), or, had it arrived first, our first receive
 	 * (ECONNRESET) and the reply is next.
 	 */
+	if (!smcr_filter_permits(SYS_ppoll, (const uint64_t[6]){ 0 }) ||
+	    !smcr_filter_permits(SYS_recvmsg, (const uint64_t[6]){ (uint64_t)ctl_fd, 0,
+								  MSG_CMSG_CLOEXEC | MSG_DONTWAIT })) {
+		errno = EPERM;  /* the reply could not be read */
+		return -1;
+	}
 	if ((!send_locked(m, out, nout, MSG_DONTWAIT) && errno != EPIPE) || !reply_ready(&p))
 		return -1;
 	ssize_t n = REAL(recvmsg)(ctl_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);

@@ -15,7 +15,10 @@
  *   SMC    the TCP socket, edge-triggered IN|RDHUP (its end means the peer
  *          is gone; bytes on it, that it left for TCP: conn/smc_leave.h),
  *          and the connection's wake descriptor, edge-triggered IN
- *   RESET  the TCP socket, edge-triggered: the CLC exchange failed
+ *   RESET  the TCP socket, edge-triggered: the CLC exchange failed (or
+ *          both ends left SMC at once and our RMB is not read out yet:
+ *          smcr_sock_crossed_unread; a member handed back meanwhile
+ *          stays the kernel's)
  *   NESTED another instance of ours (an epoll descriptor), edge-triggered
  *          IN: it got news in the kernel
  * and a member whose connection stays on TCP is handed back: the kernel

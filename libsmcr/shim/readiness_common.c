@@ -21,8 +21,8 @@ enum regime smcr_regime_of(int fd)
 			return REG_SMC;
 		case SMCR_SOCK_RESET:
 			return REG_RESET;
-		case SMCR_SOCK_TCP:
-			return REG_PLAIN;
+		case SMCR_SOCK_TCP:     /* ready at once while our RMB holds the peer's bytes */
+			return smcr_sock_crossed_unread(sk) ? REG_RESET : REG_PLAIN;
 		default:
 			return REG_WATCH;
 		}

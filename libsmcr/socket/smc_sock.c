@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "conn_table.h"
+#include "filter.h"
 #include "log.h"
 #include "real.h"
 #include "smc_conn.h"
@@ -92,17 +93,75 @@ static ssize_t result(ssize_t n)
 	return -1;
 }
 
+/* The flags a read on SMC knows; the others are the kernel's alone. */
+#define SMC_RECV_FLAGS (MSG_PEEK | MSG_WAITALL | MSG_TRUNC | MSG_OOB | MSG_DONTWAIT)
+
+/* Waits, without the lock, until the stream has bytes (timeout_ms 0: none). */
+static int await_stream(int fd, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	for (;;) {
+		int n = smcr_sys_poll(&p, 1, timeout_ms > 0 ? timeout_ms : -1);
+
+		if (n > 0)
+			return 0;
+		if (n == 0)
+			return -EAGAIN;
+		if (errno != EINTR || !smcr_sys_restarts(timeout_ms))
+			return -errno;
+	}
+}
+
+/*
+ * This end left: the peer's reply to its LEAVE comes first on the stream
+ * (smc_leave_reply).  A call that may block waits for it without the
+ * lock; a process under a seccomp filter, which may forbid poll (the
+ * usual leaver), reads it as the call would, holding the lock, and may
+ * not wait for lagging CDCs either.
+ */
+static int take_reply(struct smcr_sock *sk, int flags)
+{
+	struct smc_conn *conn = &sk->conn;
+	bool confined = smcr_filter_any(), wait_apart = blocking(sk, flags) && !confined;
+
+	for (;;) {
+		int rc;
+
+		smc_conn_lock(conn);
+		rc = smc_leave_reply(conn, wait_apart ? MSG_DONTWAIT : flags & MSG_DONTWAIT,
+				     sk->attached, !confined);
+		smc_conn_unlock(conn);
+		if (rc != -EAGAIN || !wait_apart)
+			return rc;
+		rc = await_stream(conn->sock, conn->st->rcv_timeout_ms);
+		if (rc)
+			return rc;
+	}
+}
+
 /*
  * The connection left SMC mid-stream (conn/smc_leave.h: -EXDEV), all our
- * RMB read: the kernel's socket carries this call and the next ones.
+ * RMB read: the kernel's socket carries this call and the next ones; if
+ * we left, after the peer's reply, and if both ends left at once, after
+ * what is left in our RMB.
  */
 static ssize_t kernel_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt, int flags)
 {
-	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+	bool nonblock = atomic_load_explicit(&sk->sh->nonblock, memory_order_relaxed);
 	ssize_t n;
+	int rc;
 
 	smcr_sock_phase(sk);    /* the peer's leaving ends here, in its phase */
-	n = REAL(recvmsg)(sk->conn.sock, &mh, flags);
+	rc = take_reply(sk, flags);
+	if (rc)
+		return result(rc);
+	if (smc_leave_crossed_unread(&sk->conn)) {
+		n = smc_rx_recv(&sk->conn, iov, iovcnt, flags & SMC_RECV_FLAGS, nonblock);
+		if (n != -EXDEV)
+			return result(n);
+	}
+	n = smcr_sys_stream_recv(sk->conn.sock, iov, iovcnt, flags);
 	if (n > 0 && !(flags & MSG_PEEK))
 		smcr_conn_table_tcp_unrecorded(true, (size_t)n);
 	return n;
@@ -110,8 +169,7 @@ static ssize_t kernel_recv(struct smcr_sock *sk, const struct iovec *iov, int io
 
 static ssize_t kernel_send(struct smcr_sock *sk, const struct iovec *iov, int iovcnt, int flags)
 {
-	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
-	ssize_t n = REAL(sendmsg)(sk->conn.sock, &mh, flags);
+	ssize_t n = smcr_sys_stream_send(sk->conn.sock, iov, iovcnt, flags);
 
 	if (n > 0)
 		smcr_conn_table_tcp_unrecorded(false, (size_t)n);
@@ -129,14 +187,13 @@ static ssize_t kernel_splice_in(struct smcr_sock *sk, int pipe_fd, size_t len, u
 
 ssize_t smcr_sock_recv(struct smcr_sock *sk, const struct iovec *iov, int iovcnt, int flags)
 {
-	const int known = MSG_PEEK | MSG_WAITALL | MSG_TRUNC | MSG_OOB | MSG_DONTWAIT;
 	bool nonblock = atomic_load_explicit(&sk->sh->nonblock, memory_order_relaxed);
 	ssize_t n;
 
 	if (!usable(sk, iovcnt, flags))
 		return errno == EXDEV ? kernel_recv(sk, iov, iovcnt, flags) : -1;
 	do
-		n = smc_rx_recv(&sk->conn, iov, iovcnt, flags & known, nonblock);
+		n = smc_rx_recv(&sk->conn, iov, iovcnt, flags & SMC_RECV_FLAGS, nonblock);
 	while (n == -EINTR && smcr_sys_restarts(sk->conn.st->rcv_timeout_ms));
 	return n == -EXDEV ? kernel_recv(sk, iov, iovcnt, flags) : result(n);
 }
@@ -481,7 +538,8 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 	case SMCR_SOCK_SMC:
 		break;
 	case SMCR_SOCK_TCP:     /* left SMC mid-stream (conn/smc_leave.h) */
-		return tcp_events(conn->sock, TCP_POLL_EVENTS);
+		return tcp_events(conn->sock, TCP_POLL_EVENTS) |
+		       (smc_leave_crossed_unread(conn) ? POLLIN | POLLRDNORM : 0);
 	default:
 		/* a server that declined for want of a Proposal writes on TCP */
 		if (smcr_sock_writes_tcp(sk))
@@ -501,6 +559,11 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 	if (!(mask & POLLIN) && smcr_sock_phase(sk) == SMCR_SOCK_TCP)
 		return tcp_events(conn->sock, TCP_POLL_EVENTS);
 	return mask;
+}
+
+bool smcr_sock_crossed_unread(struct smcr_sock *sk)
+{
+	return smc_leave_crossed_unread(&sk->conn);
 }
 
 uint32_t smcr_sock_events(struct smcr_sock *sk)

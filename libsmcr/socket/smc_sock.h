@@ -192,7 +192,8 @@ void smcr_sock_accepted(struct smcr_sock *sk, int fd);
 enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wait);
 
 /*
- * Whether a data call on fd is ours: false when its bytes go over TCP.
+ * Whether a data call on fd is ours: false when its bytes go over TCP
+ * (a read of an end that left is ours until its leave is over).
  * Settles first (waiting only if fd is blocking and !dontwait).  A call
  * that writes (sending) on a server whose client's Proposal has not come
  * waits for it SMC_CLC_PROPOSAL_WAIT_MS at most, from the first such call
@@ -249,6 +250,11 @@ void smcr_sock_setsockopt(struct smcr_sock *sk, int level, int name, const void 
  * edge-triggered (epoll).
  */
 unsigned int smcr_sock_poll(struct smcr_sock *sk);
+/*
+ * Both ends left SMC at once, and bytes of the peer's still wait in our
+ * RMB (conn/smc_leave.h): readable at once, whatever the kernel says.
+ */
+bool smcr_sock_crossed_unread(struct smcr_sock *sk);
 uint32_t smcr_sock_events(struct smcr_sock *sk);
 void smcr_sock_collect(struct smcr_sock *sk);
 struct smcr_spin_how smcr_sock_spin_how(struct smcr_sock *sk);

@@ -1260,16 +1260,16 @@ static void went_to_tcp(struct smcr_sock *sk, enum smcr_reason reason, uint32_t 
 /*
  * Under the connection lock: this process can no longer keep the
  * connection on SMC (reason), so it leaves, unless the peer has closed
- * (what is left to read is in our RMB) or left first (the fetch answered
- * it: ours is the RMB to read out).  A view that cannot reach the
- * transport knows only what the state says.
+ * (what is left to read is in our RMB) or left first (answered here,
+ * while we still may: ours is the RMB to read out).  A view that cannot
+ * reach the transport knows only what the state says.
  */
 static void leave(struct smcr_sock *sk, int fd, enum smcr_reason reason)
 {
 	struct smc_conn *conn = &sk->conn;
 	bool whole = view_complete(sk, fd);
 
-	if (phase_of(sk) != SMCR_SOCK_SMC || (whole && smc_leave_fetch(conn)) ||
+	if (phase_of(sk) != SMCR_SOCK_SMC || (whole && smc_leave_fetch_answered(conn)) ||
 	    (conn->st->peer_state & (SMC_CDC_PEER_CONN_CLOSED | SMC_CDC_PEER_LEAVING)))
 		return;
 	smc_leave_send(conn, smcr_reason_code(reason), whole);
@@ -1825,6 +1825,7 @@ bool smcr_sock_takes(struct smcr_sock *sk, int fd, bool dontwait, bool sending)
 {
 	enum smcr_sock_phase phase = settle(sk, fd, !dontwait, 0, sending ? CALL_SENDS : CALL_LOOKS);
 
-	return phase != SMCR_SOCK_TCP && !(sending && phase == SMCR_SOCK_SETUP &&
-					   smcr_sock_writes_tcp(sk));
+	if (phase == SMCR_SOCK_TCP)     /* ours to read while our leave is not over */
+		return !sending && smc_leave_reads_ours(&sk->conn);
+	return !(sending && phase == SMCR_SOCK_SETUP && smcr_sock_writes_tcp(sk));
 }

@@ -28,6 +28,7 @@
 #include "smc_clc.h"
 #include "shared_lock.h"
 #include "smc_cursor.h"
+#include "smc_leave_msg.h"
 #include "spin.h"
 #include "stats.h"
 #include "sys.h"
@@ -363,6 +364,11 @@ struct smc_conn_state {
 	uint32_t leave_reason;		/* the reason code it gave */
 	int leave_lowat;		/* the socket's SO_RCVLOWAT before a part of LEAVE
 					   raised it (smc_leave.c); 0: not raised */
+	smc_flag reply_taken;		/* after our LEAVE, the peer's reply was read */
+	smc_flag crossed;		/* that reply was the peer's own LEAVE: both left at
+					   once, and our RMB is read out before the stream */
+	uint8_t reply_got;		/* bytes of the reply read so far */
+	uint8_t reply[SMC_LEAVE_MSG_LEN];
 	int err;			/* 0, or the errno every call fails with from now on */
 };
 

@@ -19,7 +19,19 @@
 
 #define SMC_LEAVE_MSG_LEN 28
 
+/*
+ * Version 2 is version 1 whose sender reads the peer's answer before any
+ * byte that follows on the stream: an ANSWER, or the peer's own LEAVE
+ * when both ends left at once.  Version 1's sender expects none.
+ */
+#define SMC_LEAVE_VERSION 2
+
+/* flags: this is the answer to the peer's LEAVE (version 2 only) */
+#define SMC_LEAVE_ANSWER 0x0001
+
 struct smc_leave {
+	uint8_t version;		/* 1 or 2 */
+	uint16_t flags;			/* SMC_LEAVE_ANSWER, or 0 */
 	uint32_t reason;		/* why the leaver could not go on (smcr_reason_code) */
 	struct smc_cursor cons;		/* how far the leaver read the peer's stream, in its RMB */
 	struct smc_cursor prod;		/* how far it wrote into the peer's RMB, as its last CDC said */
@@ -30,8 +42,9 @@ void smc_leave_encode(const struct smc_leave *leave, uint8_t out[SMC_LEAVE_MSG_L
 /*
  * Decodes the len bytes at buf.  0, -EMSGSIZE if len is not
  * SMC_LEAVE_MSG_LEN, or -EPROTO if the magic number, version or length
- * byte is not LEAVE's.  The cursors are only read: the caller checks them
- * against its rings.
+ * byte is not LEAVE's, or version 2's flags hold a bit not known.
+ * Version 1's flags field is reserved: decoded as 0.  The cursors are
+ * only read: the caller checks them against its rings.
  */
 int smc_leave_decode(const uint8_t *buf, size_t len, struct smc_leave *out);
 

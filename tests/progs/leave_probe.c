@@ -1,11 +1,12 @@
 /*
- * leave_probe.c - a client that confines itself in the middle of a
+ * leave_probe.c - a process that confines itself in the middle of a
  * connection, as a privilege-separated server's pre-login child does
  * (vsftpd's seccomp sandbox): a seccomp filter that allows reading and
  * writing but kills the process on any wait call (futex, poll, select,
  * epoll) or socket call.
  *
  *   leave_probe HOST PORT BYTES
+ *   leave_probe --listen|--connect HOST PORT BYTES AT
  *
  * Against an echo server: writes BYTES of a known pattern, reads half of
  * their echo back, installs the filter, then writes BYTES more and reads
@@ -14,11 +15,18 @@
  * not yet read, and this process's buffer holds echoed bytes not yet read.
  * Prints "confined" once the filter is in, then "echo exact: N bytes" and
  * exits 0, or says what differed.
+ *
+ * Both ends (--listen, which accepts one connection, and --connect):
+ * each sends BYTES of the pattern and reads the other's, in step, a chunk
+ * each way at a time, and installs the filter once it sent AT bytes (a
+ * multiple of the chunk), before it reads the other's chunk of that step,
+ * which is likely in its buffer by then.  Prints "confined", then "stream exact: N bytes each way".
  */
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <netdb.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -123,39 +131,96 @@ static int take(int fd, uint64_t *got, uint64_t n)
 	return 1;
 }
 
-int main(int argc, char **argv)
+/* The one connection to host:port, accepted; -1 on an error. */
+static int accept_one(const char *host, const char *port)
 {
-	uint64_t bytes, sent = 0, got = 0;
-	int fd;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
+	int one = 1, lfd = -1, fd = -1;
 
-	if (argc != 4 || (bytes = strtoull(argv[3], NULL, 10)) < 2 * CHUNK) {
-		fprintf(stderr, "usage: leave_probe HOST PORT BYTES (at least %d)\n", 2 * CHUNK);
-		return 2;
+	if (getaddrinfo(host, port, &hints, &ai) != 0)
+		return -1;
+	lfd = socket(ai->ai_family, SOCK_STREAM, 0);
+	if (lfd >= 0 && !setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) &&
+	    !bind(lfd, ai->ai_addr, ai->ai_addrlen) && !listen(lfd, 1)) {
+		printf("listening\n");
+		fflush(stdout);
+		fd = accept(lfd, NULL, NULL);
 	}
-	fd = dial(argv[1], argv[2]);
-	if (fd < 0) {
-		perror("leave_probe: connect");
-		return 1;
-	}
-	if (!put(fd, &sent, bytes) || !take(fd, &got, bytes / 2))
-		return 1;
+	if (lfd >= 0)
+		close(lfd);
+	freeaddrinfo(ai);
+	return fd;
+}
+
+static int confine_said(void)
+{
 	if (confine()) {
 		perror("leave_probe: the filter");
-		return 1;
+		return 0;
 	}
 	printf("confined\n");
 	fflush(stdout);
+	return 1;
+}
+
+/* Reads the peer's end: nothing may follow what it sent. */
+static int ends_there(int fd)
+{
+	uint8_t extra;
+
+	if (read(fd, &extra, 1) != 0) {
+		printf("more than was sent came\n");
+		return 0;
+	}
+	return 1;
+}
+
+/* One of both ends: BYTES each way in step, confined at AT bytes sent, before its read. */
+static int both_ends(int fd, uint64_t bytes, uint64_t at)
+{
+	uint64_t sent = 0, got = 0;
+
+	while (sent < bytes) {
+		if (!put(fd, &sent, CHUNK) || (sent == at && !confine_said()) ||
+		    !take(fd, &got, CHUNK))
+			return 1;
+	}
+	if (shutdown(fd, SHUT_WR) != 0 || !ends_there(fd))
+		return 1;
+	printf("stream exact: %llu bytes each way\n", (unsigned long long)got);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	bool peer = argc == 6 && (!strcmp(argv[1], "--listen") || !strcmp(argv[1], "--connect"));
+	char **arg = argv + peer;
+	uint64_t bytes, at = 0, sent = 0, got = 0;
+	int fd;
+
+	if (argc != 4 + 2 * peer || (bytes = strtoull(arg[3], NULL, 10)) < 2 * CHUNK ||
+	    (peer && ((at = strtoull(arg[4], NULL, 10)) % CHUNK || at >= bytes))) {
+		fprintf(stderr, "usage: leave_probe HOST PORT BYTES (at least %d)\n"
+			"       leave_probe --listen|--connect HOST PORT BYTES AT (a multiple "
+			"of %d, below BYTES)\n", 2 * CHUNK, CHUNK);
+		return 2;
+	}
+	fd = peer && !strcmp(argv[1], "--listen") ? accept_one(arg[1], arg[2]) :
+						    dial(arg[1], arg[2]);
+	if (fd < 0) {
+		perror("leave_probe: the connection");
+		return 1;
+	}
+	if (peer)
+		return both_ends(fd, bytes, at);
+	if (!put(fd, &sent, bytes) || !take(fd, &got, bytes / 2) || !confine_said())
+		return 1;
 	/* the echo stays 1.5 * BYTES behind at most: each read finds its bytes */
 	while (sent < 2 * bytes)
 		if (!put(fd, &sent, CHUNK) || !take(fd, &got, CHUNK))
 			return 1;
-	if (!take(fd, &got, sent - got) || shutdown(fd, SHUT_WR) != 0)
+	if (!take(fd, &got, sent - got) || shutdown(fd, SHUT_WR) != 0 || !ends_there(fd))
 		return 1;
-	uint8_t extra;
-	if (read(fd, &extra, 1) != 0) {
-		printf("more than was sent came back\n");
-		return 1;
-	}
 	printf("echo exact: %llu bytes\n", (unsigned long long)got);
 	return 0;
 }

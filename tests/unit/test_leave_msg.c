@@ -10,6 +10,8 @@
 #include "smc_leave_msg.h"
 
 static const struct smc_leave sample = {
+	.version = SMC_LEAVE_VERSION,
+	.flags = SMC_LEAVE_ANSWER,
 	.reason = 0x03000400u,
 	.cons = { .wrap = 0x0102, .count = 0x03040506u },
 	.prod = { .wrap = 0xfffe, .count = 0x0003fff0u },
@@ -32,25 +34,33 @@ static void decode_round_trip(void **state)
 	(void)state;
 	memset(&got, 0x5a, sizeof(got));
 	assert_int_equal(smc_leave_decode(leave_sample_wire, sizeof(leave_sample_wire), &got), 0);
+	assert_int_equal(got.version, SMC_LEAVE_VERSION);
+	assert_int_equal(got.flags, SMC_LEAVE_ANSWER);
 	assert_int_equal(got.reason, sample.reason);
 	assert_true(smc_cursor_equal(got.cons, sample.cons));
 	assert_true(smc_cursor_equal(got.prod, sample.prod));
 }
 
+/* Version 1's flags field is reserved, and so are the cursors' upper halves. */
 static void decode_ignores_reserved(void **state)
 {
-	uint8_t wire[SMC_LEAVE_MSG_LEN];
+	uint8_t wire[SMC_LEAVE_MSG_LEN], again[SMC_LEAVE_MSG_LEN];
 	struct smc_leave got;
 
 	(void)state;
 	memcpy(wire, leave_sample_wire, sizeof(wire));
+	wire[4] = 1;
 	wire[6] = wire[7] = wire[12] = wire[13] = wire[20] = wire[21] = 0xee;
 	assert_int_equal(smc_leave_decode(wire, sizeof(wire), &got), 0);
+	assert_int_equal(got.version, 1);
+	assert_int_equal(got.flags, 0);
+	smc_leave_encode(&got, again);
+	assert_int_equal(again[6] | again[7], 0);
 	assert_true(smc_cursor_equal(got.cons, sample.cons));
 	assert_true(smc_cursor_equal(got.prod, sample.prod));
 }
 
-/* Any other magic, version or length, or size, is not LEAVE. */
+/* Any other magic, version or length, or size, or an unknown flag, is not LEAVE. */
 static void decode_rejects(void **state)
 {
 	static const unsigned int framing[] = { 0, 1, 2, 3, 4, 5 };
@@ -67,6 +77,9 @@ static void decode_rejects(void **state)
 		wire[framing[i]] ^= 0x01;
 		assert_int_equal(smc_leave_decode(wire, SMC_LEAVE_MSG_LEN, &got), -EPROTO);
 	}
+	memcpy(wire, leave_sample_wire, SMC_LEAVE_MSG_LEN);
+	wire[6] = 0x80;         /* a flag version 2 does not know */
+	assert_int_equal(smc_leave_decode(wire, SMC_LEAVE_MSG_LEN, &got), -EPROTO);
 }
 
 int main(void)

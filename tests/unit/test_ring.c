@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "smc_conn.h"
+#include "smc_leave.h"
 #include "smc_rx.h"
 #include "smc_shm.h"
 #include "smc_tx.h"
@@ -1037,6 +1038,117 @@ static void attach_refuses_what_it_cannot_trust(void **state)
 	close(blank);
 }
 
+/*
+ * ---- leaving for TCP (smc_leave.c) ----
+ * Each end sends LEAVE_UNREAD bytes the other does not read, then the
+ * parent leaves, or both leave before either looked (at once: neither
+ * can answer the other).  Each then sends LEAVE_AFTER bytes more, which
+ * the leave sends over the stream (a socketpair here), and reads all the
+ * other's, in order: LEAVE_UNREAD from its RMB or sent again, then the
+ * rest from the stream.
+ */
+#define LEAVE_UNREAD 5000
+#define LEAVE_AFTER 3000
+
+static int leave_stream[2];	/* the connection's TCP stream: the parent's end, the child's */
+static bool leave_at_once;
+
+static uint8_t leave_byte(bool parents, uint32_t i)
+{
+	return (uint8_t)(i * 7 + (parents ? 1 : 101));
+}
+
+/* A send as the socket layer makes it: the stream's once the leave says -EXDEV. */
+static void leave_put(struct smc_conn *conn, bool parents, uint32_t from, uint32_t n)
+{
+	uint8_t buf[LEAVE_UNREAD];
+	ssize_t done;
+
+	for (uint32_t i = 0; i < n; i++)
+		buf[i] = leave_byte(parents, from + i);
+	done = send_buf(conn, buf, n, 0, false);
+	if (done == -EXDEV)
+		done = write(conn->sock, buf, n);
+	CHECK(done == (ssize_t)n);
+}
+
+/* A read as the socket layer makes it, for all n: the stream's after -EXDEV. */
+static void leave_take(struct smc_conn *conn, bool parents, uint32_t n)
+{
+	uint8_t buf[LEAVE_UNREAD + LEAVE_AFTER];
+	uint32_t got = 0;
+
+	while (got < n) {
+		ssize_t k = recv_buf(conn, buf + got, n - got, 0);
+
+		if (k == -EXDEV)
+			k = read(conn->sock, buf + got, n - got);
+		CHECK(k > 0);
+		got += (uint32_t)k;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		CHECK(buf[i] == leave_byte(parents, i));
+}
+
+static void leave_role(struct smc_conn *conn, int sock, bool parent)
+{
+	bool leaves = parent || leave_at_once;
+
+	conn->sock = leave_stream[parent ? 0 : 1];
+	leave_put(conn, parent, 0, LEAVE_UNREAD);
+	put(sock, 1);
+	get(sock);
+	if (leaves) {
+		smc_conn_lock(conn);
+		CHECK(smc_leave_send(conn, 0x03000400, true) == 0);
+		smc_conn_unlock(conn);
+	}
+	put(sock, 2);           /* both LEAVEs are out before either end looks */
+	get(sock);
+	if (leaves) {
+		smc_conn_lock(conn);
+		CHECK(smc_leave_reply(conn, 0, true, true) == 0);
+		CHECK(conn->st->reply_taken && !!conn->st->crossed == leave_at_once);
+		smc_conn_unlock(conn);
+	}
+	leave_put(conn, parent, LEAVE_UNREAD, LEAVE_AFTER);
+	leave_take(conn, !parent, LEAVE_UNREAD + LEAVE_AFTER);
+	CHECK(conn->st->leave_taken == !!leave_at_once || !leaves);
+}
+
+static void leave_parent(struct smc_conn *conn, int sock)
+{
+	leave_role(conn, sock, true);
+}
+
+static void leave_child(struct smc_conn *conn, int sock)
+{
+	leave_role(conn, sock, false);
+}
+
+static void leave_run(bool at_once)
+{
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, leave_stream), 0);
+	leave_at_once = at_once;
+	pair_run(&small_rings, leave_parent, leave_child);
+	close(leave_stream[0]);
+	close(leave_stream[1]);
+}
+
+/* The parent leaves; the child answers and writes again what the parent had not read. */
+static void leave_answered(void **state)
+{
+	(void)state;
+	leave_run(false);
+}
+
+/* Both leave at once: each reads its own RMB out, then the stream. */
+static void leave_both_at_once(void **state)
+{
+	(void)state;
+	leave_run(true);
+}
+
 static void size_classes(void **state)
 {
 	(void)state;
@@ -1057,6 +1169,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(size_classes),
 		cmocka_unit_test(attach_refuses_what_it_cannot_trust),
+		PAIR_TEST(leave_answered),
+		PAIR_TEST(leave_both_at_once),
 		PAIR_TEST(stream_64mib_small_ring),
 		PAIR_TEST(stream_64mib_large_ring),
 		PAIR_TEST(stream_across_wrap_rollover),

@@ -61,8 +61,8 @@ onehost() {
 	echo "vm: $driver guest done ($((SECONDS - t0)) s)"
 }
 rdma_tests=(redis-rdma iperf3-rdma sockperf-rdma stress-rdma socat-rdma fork-rdma kill-rdma budget-rdma semantics-rdma
-	    late_peer-rdma closefrom-rdma fork_used-rdma leave_confined-rdma used_then_forked-rdma
-	    sandbox_race-rdma inetd-rdma exec_gap-rdma exec_close-rdma dispatch-rdma sshd-rdma
+	    late_peer-rdma closefrom-rdma fork_used-rdma leave_confined-rdma leave_both-rdma
+	    used_then_forked-rdma sandbox_race-rdma inetd-rdma exec_gap-rdma exec_close-rdma dispatch-rdma sshd-rdma
 	    forkserver-rdma forkserver_many-rdma ftp-rdma exit_send-rdma exit_now-rdma handover-rdma)
 onehost rxe socat-shm stress negotiation_wire shm_broker "${rdma_tests[@]}"
 onehost siw socat-shm stress "${rdma_tests[@]}"
