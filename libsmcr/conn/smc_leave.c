@@ -105,7 +105,8 @@ static int leave_read(struct smc_conn *conn, uint8_t msg[SMC_LEAVE_MSG_LEN])
 
 int smc_leave_send(struct smc_conn *conn, uint32_t reason, bool whole)
 {
-	struct smc_leave leave = { .version = SMC_LEAVE_VERSION, .reason = reason,
+	/* an answer only to a view that can read its RMB, were the reply a crossing LEAVE */
+	struct smc_leave leave = { .version = whole ? SMC_LEAVE_VERSION : 1, .reason = reason,
 				   .cons = conn->st->rx_cons, .prod = conn->st->tx_prep };
 	uint8_t msg[SMC_LEAVE_MSG_LEN];
 	int rc = -smc_conn_error(conn);
@@ -127,38 +128,73 @@ int smc_leave_send(struct smc_conn *conn, uint32_t reason, bool whole)
 		return rc;
 	}
 	conn->st->local_state |= SMC_CDC_PEER_LEAVING;
-	if (!whole)                     /* the peer finds LEAVE on the stream alone */
+	if (!whole) {                   /* the peer finds LEAVE on the stream alone */
+		conn->st->reply_taken = true;   /* and answers nothing */
 		return 0;
+	}
 	rc = smc_conn_cdc_send(conn);   /* announces tx_prep, LEAVE's producer cursor */
 	conn->ops->wake(conn);          /* our own waiters go to the kernel's socket */
 	return rc;
 }
 
+/* What a wait for lagging CDCs looks for: it came, may still come, or never will. */
+enum lag { LAG_CAME, LAG_MAYBE, LAG_NEVER };
+
+/*
+ * Fetches the peer's CDCs until came(conn, arg) says what we look for
+ * came: true; false if it never will, or no more CDCs come (a holder's
+ * last ones may lag behind the stream: await_peer, only if we may_wait).
+ */
+static bool fetch_until(struct smc_conn *conn, enum lag (*came)(const struct smc_conn *,
+								  const void *),
+			const void *arg, bool may_wait)
+{
+	for (unsigned int round = 0; round < LAGGING_CDC_ROUNDS; round++) {
+		enum lag now;
+
+		if (smc_conn_cdc_fetch(conn))
+			return false;
+		now = came(conn, arg);
+		if (now == LAG_CAME)
+			return true;
+		if (now == LAG_NEVER || !may_wait || !conn->ops->await_peer ||
+		    !conn->ops->await_peer(conn))
+			break;
+	}
+	return false;
+}
+
+/* A producer cursor our RMB should reach, and the furthest it may. */
+struct prod_awaited {
+	struct smc_cursor prod, limit;
+};
+
+static enum lag prod_came(const struct smc_conn *conn, const void *arg)
+{
+	const struct prod_awaited *w = arg;
+
+	if (smc_cursor_equal(w->prod, conn->st->rx_prod))
+		return LAG_CAME;
+	return smc_cursor_check_update(conn->st->rx_prod, w->prod, w->limit) == SMC_CURSOR_BAD
+		       ? LAG_NEVER : LAG_MAYBE;
+}
+
 /*
  * LEAVE's cursors against ours: its consumer cursor between what it last
  * announced and what we wrote; its producer cursor what our RMB holds,
- * once the CDCs that announce it came (a holder's last ones may lag
- * behind the stream: await_peer, if it may_wait).  0 or -EPROTO.
+ * once the CDCs that announce it came (fetch_until).  0 or -EPROTO.
  */
 static int leave_matches(struct smc_conn *conn, const struct smc_leave *leave, bool may_wait)
 {
-	struct smc_cursor prod_limit = smc_cursor_add(conn->st->rx_confirmed, conn->rmb_size,
-						      conn->rmb_size);
+	struct prod_awaited w = {
+		.prod = leave->prod,
+		.limit = smc_cursor_add(conn->st->rx_confirmed, conn->rmb_size, conn->rmb_size),
+	};
 
 	if (smc_cursor_check_update(conn->st->tx_fin, leave->cons, conn->st->tx_prep) ==
 	    SMC_CURSOR_BAD)
 		return -EPROTO;
-	for (unsigned int round = 0; round < LAGGING_CDC_ROUNDS; round++) {
-		if (smc_conn_cdc_fetch(conn))
-			return -EPROTO;
-		if (smc_cursor_equal(leave->prod, conn->st->rx_prod))
-			return 0;
-		if (smc_cursor_check_update(conn->st->rx_prod, leave->prod, prod_limit) ==
-		    SMC_CURSOR_BAD || !may_wait || !conn->ops->await_peer ||
-		    !conn->ops->await_peer(conn))
-			break;
-	}
-	return -EPROTO;
+	return fetch_until(conn, prod_came, &w, may_wait) ? 0 : -EPROTO;
 }
 
 /* Writes on the stream what we sent from the leaver's consumer cursor on. */
@@ -294,12 +330,32 @@ static int reply_apply(struct smc_conn *conn, bool whole, bool may_wait)
 		return rc;
 	conn->st->leave_reason = reply.reason;
 	conn->st->leave_taken = true;
-	conn->st->crossed = true;
+	conn->st->rmb_first = true;
 	smc_conn_peer_says(conn, SMC_CDC_PEER_LEAVING);
 	smcr_log(SMCR_LOG_DEBUG, "fd %d: both ends left for TCP at once (the peer's reason "
 		 "0x%08x): %u bytes of its still to read here", conn->sock, reply.reason,
 		 smc_ring_readable(conn->rmb_size, conn->st->rx_cons, conn->st->rx_prod));
 	return 0;
+}
+
+static enum lag close_came(const struct smc_conn *conn, const void *arg)
+{
+	(void)arg;
+	return conn->st->peer_state & (SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED)
+		       ? LAG_CAME : LAG_MAYBE;
+}
+
+/*
+ * The stream ended before the reply: a peer that closed before it read our
+ * LEAVE, whose bytes are in our RMB once its closing CDC came.
+ */
+static bool peer_closed(struct smc_conn *conn, bool may_wait)
+{
+	if (fetch_until(conn, close_came, NULL, may_wait))
+		return true;
+	smcr_log(SMCR_LOG_DEBUG, "fd %d: the stream ended before the peer's reply to our "
+		 "leaving, and its CDCs did not say it closed", conn->sock);
+	return false;
 }
 
 int smc_leave_reply(struct smc_conn *conn, int flags, bool whole, bool may_wait)
@@ -315,11 +371,13 @@ int smc_leave_reply(struct smc_conn *conn, int flags, bool whole, bool may_wait)
 		return -EPROTO;
 	iov = (struct iovec){ conn->st->reply + got, sizeof(conn->st->reply) - got };
 	n = smcr_sys_stream_recv(conn->sock, &iov, 1, flags);
-	if (n < 0)
+	if (n < 0 && (errno != ECONNRESET || got))
 		return -errno;
-	if (n == 0 && got == 0) {
-		/* the stream ended first: a peer that closed before it read our LEAVE */
+	/* ended, or reset by a close that left our LEAVE unread: its last read is an end */
+	if (n <= 0 && got == 0) {
 		conn->st->reply_taken = true;
+		if (whole && peer_closed(conn, may_wait))
+			conn->st->rmb_first = true;
 		return 0;
 	}
 	if (n == 0)

@@ -24,8 +24,12 @@
 /*
  * Under the connection lock: this end leaves, for reason (smcr_reason_code).
  * whole: this process's view has the transport, and announces it in a CDC
- * too; a view without it (conn->priv gone or never attached) can leave
- * only if every byte written was announced.  0; or a negative errno, the
+ * too, and asks for the peer's reply (smc_leave_reply: version 2); a view
+ * without it (conn->priv gone or never attached) can leave only if every
+ * byte written was announced, and asks for none (version 1): it could not
+ * read its RMB were the reply a crossing LEAVE, and such a view (an image
+ * that only writes, as an inetd's cat) may never read, and a reply left
+ * unread makes the kernel's close a reset.  0; or a negative errno, the
  * connection failed if whole (the peer could not be told), untouched if
  * not (-ENOTRECOVERABLE: bytes written but not announced).
  */
@@ -45,12 +49,16 @@ int smc_leave_answer(struct smc_conn *conn);
  * stream: the peer's reply to our LEAVE comes first, and is taken here.
  * An ANSWER: the peer writes us again what we had not read.  The peer's
  * own LEAVE: both left at once, and what we had not read is in our RMB
- * (smc_leave_crossed_unread), which needs this view to be whole; the
- * CDCs that announce it are awaited only if we may_wait.  flags is
- * MSG_DONTWAIT or 0, as the caller's read.  0 once the reply is taken, or
- * nothing is due (the stream ended first); -EAGAIN while a part of it
- * came; another negative errno from the read; or -ECONNRESET, the
- * connection failed: the reply did not fit.
+ * (smc_leave_rmb_unread), which needs this view to be whole; the
+ * CDCs that announce it are awaited only if we may_wait.  The stream's
+ * end, first (or its reset: a close that leaves bytes unread resets, and
+ * ours were LEAVE): the peer closed before it read our LEAVE, and what it
+ * had sent, if its CDCs said it closed, is in our RMB too; then the
+ * stream reads as ended.  flags is
+ * MSG_DONTWAIT or 0, as the caller's read.  0 once the reply is taken,
+ * or the stream ended; -EAGAIN while a part of it came; another
+ * negative errno from the read; or -ECONNRESET, the connection failed:
+ * the reply did not fit.
  */
 int smc_leave_reply(struct smc_conn *conn, int flags, bool whole, bool may_wait);
 
@@ -86,33 +94,39 @@ static inline bool smc_leave_tx_gone(const struct smc_conn *conn)
 /* ... and its reads too, once nothing of the peer's is left in its RMB (readable bytes). */
 static inline bool smc_leave_rx_gone(const struct smc_conn *conn, uint32_t readable)
 {
-	return ((conn->st->local_state & SMC_CDC_PEER_LEAVING) && !conn->st->crossed) ||
+	return ((conn->st->local_state & SMC_CDC_PEER_LEAVING) &&
+		(!conn->st->rmb_first || readable == 0)) ||
 	       ((conn->st->peer_state & SMC_CDC_PEER_LEAVING) && conn->st->leave_taken &&
 		readable == 0);
 }
 
 /*
- * Both ends left at once, and bytes of the peer's are still in our RMB:
- * they come before the stream.  Read without the lock, as a hint: the
- * read path looks again under it.
+ * We left, and bytes of the peer's that it will not send again are still
+ * in our RMB (rmb_first): they come before the stream.  Read without the
+ * lock, as a hint: the read path looks again under it.
  */
-static inline bool smc_leave_crossed_unread(const struct smc_conn *conn)
+static inline bool smc_leave_rmb_unread(const struct smc_conn *conn)
 {
-	return __atomic_load_n(&conn->st->crossed, __ATOMIC_RELAXED) &&
+	return __atomic_load_n(&conn->st->rmb_first, __ATOMIC_RELAXED) &&
 	       !smc_cursor_equal(conn->st->rx_cons, conn->st->rx_prod);
+}
+
+/* We left, and the peer's reply is not taken yet.  A hint, without the lock. */
+static inline bool smc_leave_reply_due(const struct smc_conn *conn)
+{
+	return (__atomic_load_n(&conn->st->local_state, __ATOMIC_RELAXED) &
+		SMC_CDC_PEER_LEAVING) &&
+	       !__atomic_load_n(&conn->st->reply_taken, __ATOMIC_RELAXED);
 }
 
 /*
  * This end left, and its reads still go through libsmcr: the peer's reply
- * is not taken yet, or our RMB not read out after both left at once.
+ * is not taken yet, or our RMB not read out (smc_leave_rmb_unread).
  * Read without the lock, as a hint: flags once set stay set.
  */
 static inline bool smc_leave_reads_ours(const struct smc_conn *conn)
 {
-	return (__atomic_load_n(&conn->st->local_state, __ATOMIC_RELAXED) &
-		SMC_CDC_PEER_LEAVING) &&
-	       (!__atomic_load_n(&conn->st->reply_taken, __ATOMIC_RELAXED) ||
-		smc_leave_crossed_unread(conn));
+	return smc_leave_reply_due(conn) || smc_leave_rmb_unread(conn);
 }
 
 #endif

@@ -17,7 +17,7 @@
  *          and the connection's wake descriptor, edge-triggered IN
  *   RESET  the TCP socket, edge-triggered: the CLC exchange failed (or
  *          both ends left SMC at once and our RMB is not read out yet:
- *          smcr_sock_crossed_unread; a member handed back meanwhile
+ *          smcr_sock_left_rmb_unread; a member handed back meanwhile
  *          stays the kernel's)
  *   NESTED another instance of ours (an epoll descriptor), edge-triggered
  *          IN: it got news in the kernel

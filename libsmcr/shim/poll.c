@@ -41,7 +41,7 @@
  * W_RESET: a connection whose CLC exchange reset it, ready for every call
  * at once; it may have no transport left to sleep on.  Also one that left
  * SMC at the moment its peer did, while its RMB still holds bytes of the
- * peer's: readable at once (smcr_sock_crossed_unread).
+ * peer's: readable at once (smcr_sock_left_rmb_unread).
  */
 enum watch { W_PLAIN, W_DRIVE, W_SMC, W_RESET, W_NESTED };
 

@@ -22,7 +22,7 @@ enum regime smcr_regime_of(int fd)
 		case SMCR_SOCK_RESET:
 			return REG_RESET;
 		case SMCR_SOCK_TCP:     /* ready at once while our RMB holds the peer's bytes */
-			return smcr_sock_crossed_unread(sk) ? REG_RESET : REG_PLAIN;
+			return smcr_sock_left_rmb_unread(sk) ? REG_RESET : REG_PLAIN;
 		default:
 			return REG_WATCH;
 		}

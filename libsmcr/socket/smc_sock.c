@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <unistd.h>
@@ -140,6 +141,20 @@ static int take_reply(struct smcr_sock *sk, int flags)
 	}
 }
 
+void smcr_sock_reply_drain(struct smcr_sock *sk)
+{
+	struct smc_conn *conn = &sk->conn;
+	int fd = conn->sock;
+
+	if (!smc_leave_reply_due(conn) ||
+	    !smcr_filter_permits(SYS_recvmsg, (const uint64_t[6]){ (uint64_t)fd, 0,
+								  MSG_DONTWAIT }))
+		return;
+	smc_conn_lock(conn);
+	smc_leave_reply(conn, MSG_DONTWAIT, sk->attached, !smcr_filter_any());
+	smc_conn_unlock(conn);
+}
+
 /*
  * The connection left SMC mid-stream (conn/smc_leave.h: -EXDEV), all our
  * RMB read: the kernel's socket carries this call and the next ones; if
@@ -156,7 +171,7 @@ static ssize_t kernel_recv(struct smcr_sock *sk, const struct iovec *iov, int io
 	rc = take_reply(sk, flags);
 	if (rc)
 		return result(rc);
-	if (smc_leave_crossed_unread(&sk->conn)) {
+	if (smc_leave_rmb_unread(&sk->conn)) {
 		n = smc_rx_recv(&sk->conn, iov, iovcnt, flags & SMC_RECV_FLAGS, nonblock);
 		if (n != -EXDEV)
 			return result(n);
@@ -539,7 +554,7 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 		break;
 	case SMCR_SOCK_TCP:     /* left SMC mid-stream (conn/smc_leave.h) */
 		return tcp_events(conn->sock, TCP_POLL_EVENTS) |
-		       (smc_leave_crossed_unread(conn) ? POLLIN | POLLRDNORM : 0);
+		       (smc_leave_rmb_unread(conn) ? POLLIN | POLLRDNORM : 0);
 	default:
 		/* a server that declined for want of a Proposal writes on TCP */
 		if (smcr_sock_writes_tcp(sk))
@@ -561,9 +576,9 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 	return mask;
 }
 
-bool smcr_sock_crossed_unread(struct smcr_sock *sk)
+bool smcr_sock_left_rmb_unread(struct smcr_sock *sk)
 {
-	return smc_leave_crossed_unread(&sk->conn);
+	return smc_leave_rmb_unread(&sk->conn);
 }
 
 uint32_t smcr_sock_events(struct smcr_sock *sk)

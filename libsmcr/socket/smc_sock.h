@@ -74,13 +74,24 @@ void smcr_sock_learn_host(void);
  */
 void smcr_sock_before_connect(int fd, const struct sockaddr *peer, socklen_t len);
 
+/*
+ * This end left SMC and the peer's reply to its LEAVE is due
+ * (conn/smc_leave.h): takes it if all of it came, without waiting, if the
+ * process may (a seccomp filter may forbid a recvmsg that does not wait).
+ * Called as the process writes, closes its last descriptor of the
+ * connection, or ends: a reply left unread when the kernel closes the
+ * socket would make that close a reset.
+ */
+void smcr_sock_reply_drain(struct smcr_sock *sk);
+
 /* Its phase, as this process can use it (RESET if it cannot reach the buffers). */
 enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk);
 
 /*
  * The process is ending (exit, _exit) with connections open: a late
- * Proposal that a server declined for is read off the stream if it came,
- * so that the kernel's close does not reset the connection.  Never waits
+ * Proposal that a server declined for, and the reply to our leaving, are
+ * read off the stream if they came, so that the kernel's close does not
+ * reset the connection.  Never waits
  * on a peer; the lock over the process's connections is only tried (the
  * caller may be a signal handler that interrupted its holder).
  */
@@ -254,7 +265,7 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk);
  * Both ends left SMC at once, and bytes of the peer's still wait in our
  * RMB (conn/smc_leave.h): readable at once, whatever the kernel says.
  */
-bool smcr_sock_crossed_unread(struct smcr_sock *sk);
+bool smcr_sock_left_rmb_unread(struct smcr_sock *sk);
 uint32_t smcr_sock_events(struct smcr_sock *sk);
 void smcr_sock_collect(struct smcr_sock *sk);
 struct smcr_spin_how smcr_sock_spin_how(struct smcr_sock *sk);

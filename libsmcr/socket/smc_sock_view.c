@@ -1745,15 +1745,26 @@ static void let_go(struct smcr_sock *sk, int fd)
 {
 	if (fd >= 0 && owes_letting_go(sk))
 		settle(sk, fd, false, 0, CALL_LETS_GO);
+	smcr_sock_reply_drain(sk);
 }
 
-/* At the process's end: declined ones, and the never answered whose last holder it is. */
+/*
+ * At the process's end: declined ones, and the never answered whose last
+ * holder it is; and those whose reply to our leaving is due.
+ */
 static bool ending_lets_go(const struct smcr_sock *sk, unsigned long round)
 {
 	(void)round;
-	return owes_letting_go(sk) &&
-	       (atomic_load_explicit(&sk->sh->writes_tcp, memory_order_acquire) ||
-		atomic_load(&sk->sh->holders) == 1);
+	return (owes_letting_go(sk) &&
+		(atomic_load_explicit(&sk->sh->writes_tcp, memory_order_acquire) ||
+		 atomic_load(&sk->sh->holders) == 1)) ||
+	       smc_leave_reply_due(&sk->conn);
+}
+
+static bool ending_reply_due(const struct smcr_sock *sk, unsigned long round)
+{
+	(void)round;
+	return smc_leave_reply_due(&sk->conn);
 }
 
 static void let_go_walked(struct smcr_sock *sk, const struct walk *w)
@@ -1766,11 +1777,11 @@ void smcr_sock_process_ending(void)
 {
 	int saved_errno = errno;
 
-	if (__atomic_load_n(&confined, __ATOMIC_ACQUIRE))
-		return;         /* its exchanges ended before the filter */
+	/* a confined process's exchanges ended before the filter: only replies are due */
 	walk_outside_lock(&(struct walk){ .kind = WALK_ENDING, .round = walk_round(),
-					  .wanted = ending_lets_go, .act = let_go_walked,
-					  .lock_tried = true });
+					  .wanted = __atomic_load_n(&confined, __ATOMIC_ACQUIRE)
+							    ? ending_reply_due : ending_lets_go,
+					  .act = let_go_walked, .lock_tried = true });
 	errno = saved_errno;
 }
 
@@ -1825,7 +1836,10 @@ bool smcr_sock_takes(struct smcr_sock *sk, int fd, bool dontwait, bool sending)
 {
 	enum smcr_sock_phase phase = settle(sk, fd, !dontwait, 0, sending ? CALL_SENDS : CALL_LOOKS);
 
-	if (phase == SMCR_SOCK_TCP)     /* ours to read while our leave is not over */
+	if (phase == SMCR_SOCK_TCP) {   /* ours to read while our leave is not over */
+		if (sending)
+			smcr_sock_reply_drain(sk);
 		return !sending && smc_leave_reads_ours(&sk->conn);
+	}
 	return !(sending && phase == SMCR_SOCK_SETUP && smcr_sock_writes_tcp(sk));
 }

@@ -365,8 +365,9 @@ struct smc_conn_state {
 	int leave_lowat;		/* the socket's SO_RCVLOWAT before a part of LEAVE
 					   raised it (smc_leave.c); 0: not raised */
 	smc_flag reply_taken;		/* after our LEAVE, the peer's reply was read */
-	smc_flag crossed;		/* that reply was the peer's own LEAVE: both left at
-					   once, and our RMB is read out before the stream */
+	smc_flag rmb_first;		/* our RMB is read out before the stream: the reply
+					   was the peer's own LEAVE (both left at once), or
+					   the peer closed before it read ours */
 	uint8_t reply_got;		/* bytes of the reply read so far */
 	uint8_t reply[SMC_LEAVE_MSG_LEN];
 	int err;			/* 0, or the errno every call fails with from now on */

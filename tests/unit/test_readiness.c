@@ -68,7 +68,7 @@
 struct smcr_sock {
 	_Atomic int phase;              /* enum smcr_sock_phase */
 	_Atomic unsigned int mask;      /* what smcr_sock_poll() says on SMC */
-	_Atomic bool crossed_unread;    /* left at once with the peer, our RMB not read out */
+	_Atomic bool left_rmb_unread;    /* left at once with the peer, our RMB not read out */
 	_Atomic unsigned int setup_mask; /* and before: POLLOUT for a client none of whose
 					    sends found the CLC exchange unfinished */
 	_Atomic uint32_t events;
@@ -156,9 +156,9 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 						       : atomic_load(&sk->mask);
 }
 
-bool smcr_sock_crossed_unread(struct smcr_sock *sk)
+bool smcr_sock_left_rmb_unread(struct smcr_sock *sk)
 {
-	return atomic_load(&sk->crossed_unread);
+	return atomic_load(&sk->left_rmb_unread);
 }
 
 uint32_t smcr_sock_events(struct smcr_sock *sk)

@@ -1052,6 +1052,7 @@ static void attach_refuses_what_it_cannot_trust(void **state)
 
 static int leave_stream[2];	/* the connection's TCP stream: the parent's end, the child's */
 static bool leave_at_once;
+static bool leave_whole = true;	/* the parent's view has the transport */
 
 static uint8_t leave_byte(bool parents, uint32_t i)
 {
@@ -1100,7 +1101,9 @@ static void leave_role(struct smc_conn *conn, int sock, bool parent)
 	get(sock);
 	if (leaves) {
 		smc_conn_lock(conn);
-		CHECK(smc_leave_send(conn, 0x03000400, true) == 0);
+		CHECK(smc_leave_send(conn, 0x03000400, leave_whole) == 0);
+		/* a view without the transport asks for no reply */
+		CHECK(smc_leave_reply_due(conn) == leave_whole);
 		smc_conn_unlock(conn);
 	}
 	put(sock, 2);           /* both LEAVEs are out before either end looks */
@@ -1108,7 +1111,7 @@ static void leave_role(struct smc_conn *conn, int sock, bool parent)
 	if (leaves) {
 		smc_conn_lock(conn);
 		CHECK(smc_leave_reply(conn, 0, true, true) == 0);
-		CHECK(conn->st->reply_taken && !!conn->st->crossed == leave_at_once);
+		CHECK(conn->st->reply_taken && !!conn->st->rmb_first == leave_at_once);
 		smc_conn_unlock(conn);
 	}
 	leave_put(conn, parent, LEAVE_UNREAD, LEAVE_AFTER);
@@ -1126,6 +1129,47 @@ static void leave_child(struct smc_conn *conn, int sock)
 	leave_role(conn, sock, false);
 }
 
+/*
+ * The child reads the parent's bytes, then closes as the parent leaves,
+ * before it read LEAVE: the stream ends where the parent looks for the
+ * reply, and the child's bytes are in the parent's RMB.
+ */
+static void close_parent(struct smc_conn *conn, int sock)
+{
+	uint8_t end;
+
+	conn->sock = leave_stream[0];
+	close(leave_stream[1]);         /* the child's end: its close ends the stream */
+	leave_stream[1] = -1;
+	leave_put(conn, true, 0, LEAVE_UNREAD);
+	get(sock);
+	smc_conn_lock(conn);
+	assert_int_equal(smc_leave_send(conn, 0x03000400, true), 0);
+	smc_conn_unlock(conn);
+	put(sock, 1);
+	get(sock);              /* the child closed */
+	smc_conn_lock(conn);
+	assert_int_equal(smc_leave_reply(conn, 0, true, true), 0);
+	assert_true(conn->st->reply_taken && conn->st->rmb_first);
+	smc_conn_unlock(conn);
+	leave_take(conn, false, LEAVE_UNREAD);
+	assert_int_equal(recv_buf(conn, &end, 1, 0), -EXDEV);
+	assert_int_equal(read(conn->sock, &end, 1), 0);
+}
+
+static void close_child(struct smc_conn *conn, int sock)
+{
+	conn->sock = leave_stream[1];
+	leave_put(conn, false, 0, LEAVE_UNREAD);
+	leave_take(conn, true, LEAVE_UNREAD);
+	put(sock, 0);
+	get(sock);              /* the parent's LEAVE is out, unread here */
+	CHECK(smc_conn_close_state(conn, SMC_CDC_PEER_DONE_WRITING | SMC_CDC_PEER_CONN_CLOSED) == 0);
+	close(leave_stream[1]);
+	close(leave_stream[0]);
+	put(sock, 2);
+}
+
 static void leave_run(bool at_once)
 {
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, leave_stream), 0);
@@ -1140,6 +1184,24 @@ static void leave_answered(void **state)
 {
 	(void)state;
 	leave_run(false);
+}
+
+/* The same from a view without the transport: no ANSWER, the bytes sent again alone. */
+static void leave_unanswered(void **state)
+{
+	(void)state;
+	leave_whole = false;
+	leave_run(false);
+	leave_whole = true;
+}
+
+/* The peer closes before it read our LEAVE: our RMB, then the stream's end. */
+static void leave_then_peer_closes(void **state)
+{
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, leave_stream), 0);
+	pair_run(&small_rings, close_parent, close_child);
+	close(leave_stream[0]);
 }
 
 /* Both leave at once: each reads its own RMB out, then the stream. */
@@ -1170,7 +1232,9 @@ int main(void)
 		cmocka_unit_test(size_classes),
 		cmocka_unit_test(attach_refuses_what_it_cannot_trust),
 		PAIR_TEST(leave_answered),
+		PAIR_TEST(leave_unanswered),
 		PAIR_TEST(leave_both_at_once),
+		PAIR_TEST(leave_then_peer_closes),
 		PAIR_TEST(stream_64mib_small_ring),
 		PAIR_TEST(stream_64mib_large_ring),
 		PAIR_TEST(stream_across_wrap_rollover),
