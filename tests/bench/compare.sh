@@ -37,7 +37,8 @@
 # runs too: those programs are not preloaded, so their SYNs carry no option
 # and their sockets nothing of smcr.
 #
-# nginx-many, smcr side: while wrk runs, `smcrctl stats --json` every 0.5 s
+# nginx-many: while wrk runs, on both sides (so that its CPU weighs alike),
+# `smcrctl stats --json` every 0.5 s; on the smcr side it
 # gives the SMC buffer memory in use and the SMC connection ends open (each
 # transport's clients + servers - closed, less what that was before the
 # run: an exited process's connections stay counted); at the sample with
@@ -525,14 +526,13 @@ bench_nginx_many() {
 		{ OUT=; for c in $MANY_CONNS; do put "many.c$c" "$side" ""; done; return; }
 	for c in $MANY_CONNS; do
 		r=many.c$c
-		if [ "$side" = smcr ]; then
-			state=$(smc_state) fallbacks=$(fallbacks_now) samples=$work/memory-c$c-r$run
-			sampler_start "$samples"
-		fi
+		state=$(smc_state) fallbacks=$(fallbacks_now) samples=$work/memory-c$c-r$run-$side
+		# on both sides, so that its CPU (about 5% of the two here) weighs alike
+		sampler_start "$samples"
 		wrk_put "$r" "$side" "wrk-c$c" "$T_WRK_MANY" prlimit --nofile="$MANY_NOFILE" \
 			wrk -t1 -c"$c" --timeout 10s "http://127.0.0.1:$port/100b.bin"
+		sampler_stop
 		if [ "$side" = smcr ]; then
-			sampler_stop
 			many_smc "$r" "$c" "$state" "$fallbacks" "$samples"
 		fi
 	done
