@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <unistd.h>
@@ -139,20 +138,6 @@ static int take_reply(struct smcr_sock *sk, int flags)
 		if (rc)
 			return rc;
 	}
-}
-
-void smcr_sock_reply_drain(struct smcr_sock *sk)
-{
-	struct smc_conn *conn = &sk->conn;
-	int fd = conn->sock;
-
-	if (!smc_leave_reply_due(conn) ||
-	    !smcr_filter_permits(SYS_recvmsg, (const uint64_t[6]){ (uint64_t)fd, 0,
-								  MSG_DONTWAIT }))
-		return;
-	smc_conn_lock(conn);
-	smc_leave_reply(conn, MSG_DONTWAIT, sk->attached, !smcr_filter_any());
-	smc_conn_unlock(conn);
 }
 
 /*

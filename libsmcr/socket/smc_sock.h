@@ -74,16 +74,6 @@ void smcr_sock_learn_host(void);
  */
 void smcr_sock_before_connect(int fd, const struct sockaddr *peer, socklen_t len);
 
-/*
- * This end left SMC and the peer's reply to its LEAVE is due
- * (conn/smc_leave.h): takes it if all of it came, without waiting, if the
- * process may (a seccomp filter may forbid a recvmsg that does not wait).
- * Called as the process writes, closes its last descriptor of the
- * connection, or ends: a reply left unread when the kernel closes the
- * socket would make that close a reset.
- */
-void smcr_sock_reply_drain(struct smcr_sock *sk);
-
 /* Its phase, as this process can use it (RESET if it cannot reach the buffers). */
 enum smcr_sock_phase smcr_sock_phase(struct smcr_sock *sk);
 

@@ -1239,6 +1239,28 @@ void smcr_sock_fork_child(void)
 /* ---- leaving for TCP mid-stream (conn/smc_leave.h) ---- */
 
 /*
+ * This end left SMC and the peer's reply to its LEAVE is due
+ * (conn/smc_leave.h): takes it if all of it came, without waiting, if the
+ * process may (a seccomp filter may forbid a recvmsg that does not wait).
+ * Called as the process writes, closes its last descriptor of the
+ * connection, or ends: a reply left unread when the kernel closes the
+ * socket would make that close a reset.
+ */
+static void reply_drain(struct smcr_sock *sk)
+{
+	struct smc_conn *conn = &sk->conn;
+	int fd = conn->sock;
+
+	if (!smc_leave_reply_due(conn) ||
+	    !smcr_filter_permits(SYS_recvmsg, (const uint64_t[6]){ (uint64_t)fd, 0,
+								  MSG_DONTWAIT }))
+		return;
+	smc_conn_lock(conn);
+	smc_leave_reply(conn, MSG_DONTWAIT, sk->attached, !smcr_filter_any());
+	smc_conn_unlock(conn);
+}
+
+/*
  * Under the connection lock: the connection goes on over the kernel's
  * socket from here, in every process holding it (the phase is shared).
  * The buffers go back to smcrd; each view keeps its mappings until its
@@ -1567,17 +1589,18 @@ static enum smcr_sock_phase settle(struct smcr_sock *sk, int fd, bool may_wait, 
 {
 	enum smcr_sock_phase phase;
 	int64_t waited_ms = 0;
-	int stop = 0, due_ms, timeout_ms = exchange_timeout_ms(sk);
+	int stop = 0, due_ms, timeout_ms;
 	bool wait;
 
-	if (cap_ms > 0 && (timeout_ms <= 0 || cap_ms < timeout_ms))
-		timeout_ms = cap_ms;
 	/* the descriptor it was known by may be closed (put): this one serves */
 	if (__builtin_expect(sk->conn.sock < 0, 0))
 		sk->conn.sock = fd;
 	phase = smcr_sock_phase(sk);
 	if (phase >= SMCR_SOCK_SMC)
-		return phase;
+		return phase;   /* every call of a settled connection: nothing more to touch */
+	timeout_ms = exchange_timeout_ms(sk);
+	if (cap_ms > 0 && (timeout_ms <= 0 || cap_ms < timeout_ms))
+		timeout_ms = cap_ms;
 	/* capped (a sandbox about to close the door): a non-blocking socket waits too */
 	wait = may_wait && (cap_ms > 0 || !atomic_load(&sk->sh->nonblock));
 	atomic_fetch_add(&sk->settling, 1);
@@ -1745,7 +1768,7 @@ static void let_go(struct smcr_sock *sk, int fd)
 {
 	if (fd >= 0 && owes_letting_go(sk))
 		settle(sk, fd, false, 0, CALL_LETS_GO);
-	smcr_sock_reply_drain(sk);
+	reply_drain(sk);
 }
 
 /*
@@ -1838,7 +1861,7 @@ bool smcr_sock_takes(struct smcr_sock *sk, int fd, bool dontwait, bool sending)
 
 	if (phase == SMCR_SOCK_TCP) {   /* ours to read while our leave is not over */
 		if (sending)
-			smcr_sock_reply_drain(sk);
+			reply_drain(sk);
 		return !sending && smc_leave_reads_ours(&sk->conn);
 	}
 	return !(sending && phase == SMCR_SOCK_SETUP && smcr_sock_writes_tcp(sk));
