@@ -54,11 +54,10 @@ int smc_leave_answer(struct smc_conn *conn);
  * end, first (or its reset: a close that leaves bytes unread resets, and
  * ours were LEAVE): the peer closed before it read our LEAVE, and what it
  * had sent, if its CDCs said it closed, is in our RMB too; then the
- * stream reads as ended.  flags is
- * MSG_DONTWAIT or 0, as the caller's read.  0 once the reply is taken,
- * or the stream ended; -EAGAIN while a part of it came; another
- * negative errno from the read; or -ECONNRESET, the connection failed:
- * the reply did not fit.
+ * stream reads as ended.  flags is MSG_DONTWAIT or 0, as the caller's
+ * read.  0 once the reply is taken, or the stream ended; -EAGAIN while a
+ * part of it came; another negative errno from the read; or -ECONNRESET,
+ * the connection failed: the reply did not fit.
  */
 int smc_leave_reply(struct smc_conn *conn, int flags, bool whole, bool may_wait);
 
