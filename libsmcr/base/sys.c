@@ -299,22 +299,20 @@ int smcr_sys_wake_channel(struct smcr_wake_channel *ch)
  */
 static bool socket_calls_allowed(long nr, int flags)
 {
-	return !smcr_filter_any() || smcr_filter_permits(nr, (const uint64_t[6]){ 0, 0, 0,
-							  (uint64_t)flags });
+	return smcr_filter_permits(nr, (const uint64_t[6]){ 0, 0, 0, (uint64_t)flags });
 }
 
-/* Whether the filter lets the application's recvmsg or sendmsg (nr) with flags be made. */
-static bool msg_call_allowed(long nr, int fd, int flags)
+/* Whether the filter lets recvmsg or sendmsg (nr) without flags be made on fd. */
+static bool msg_call_allowed(long nr, int fd)
 {
-	return !smcr_filter_any() ||
-	       smcr_filter_permits(nr, (const uint64_t[6]){ (uint64_t)fd, 0, (uint64_t)flags });
+	return smcr_filter_permits(nr, (const uint64_t[6]){ (uint64_t)fd });
 }
 
 ssize_t smcr_sys_stream_recv(int fd, const struct iovec *iov, int iovcnt, int flags)
 {
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 
-	if (!flags && !msg_call_allowed(SYS_recvmsg, fd, flags))
+	if (!flags && !msg_call_allowed(SYS_recvmsg, fd))
 		return iovcnt == 1 ? REAL(read)(fd, iov->iov_base, iov->iov_len)
 				   : REAL(readv)(fd, iov, iovcnt);
 	return REAL(recvmsg)(fd, &mh, flags);
@@ -324,7 +322,7 @@ ssize_t smcr_sys_stream_send(int fd, const struct iovec *iov, int iovcnt, int fl
 {
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 
-	if (!flags && !msg_call_allowed(SYS_sendmsg, fd, flags))
+	if (!flags && !msg_call_allowed(SYS_sendmsg, fd))
 		return iovcnt == 1 ? REAL(write)(fd, iov->iov_base, iov->iov_len)
 				   : REAL(writev)(fd, iov, iovcnt);
 	return REAL(sendmsg)(fd, &mh, flags);

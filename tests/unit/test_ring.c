@@ -1170,13 +1170,20 @@ static void close_child(struct smc_conn *conn, int sock)
 	put(sock, 2);
 }
 
-static void leave_run(bool at_once)
+/* parent and child over small rings, with a fresh TCP stream (an end closed already is -1). */
+static void leave_pair_run(role_fn *parent, role_fn *child)
 {
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, leave_stream), 0);
+	pair_run(&small_rings, parent, child);
+	for (int i = 0; i < 2; i++)
+		if (leave_stream[i] >= 0)
+			close(leave_stream[i]);
+}
+
+static void leave_run(bool at_once)
+{
 	leave_at_once = at_once;
-	pair_run(&small_rings, leave_parent, leave_child);
-	close(leave_stream[0]);
-	close(leave_stream[1]);
+	leave_pair_run(leave_parent, leave_child);
 }
 
 /* The parent leaves; the child answers and writes again what the parent had not read. */
@@ -1199,9 +1206,7 @@ static void leave_unanswered(void **state)
 static void leave_then_peer_closes(void **state)
 {
 	(void)state;
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, leave_stream), 0);
-	pair_run(&small_rings, close_parent, close_child);
-	close(leave_stream[0]);
+	leave_pair_run(close_parent, close_child);
 }
 
 /* Both leave at once: each reads its own RMB out, then the stream. */
