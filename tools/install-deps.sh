@@ -16,7 +16,7 @@ build=(cmake make gcc pkg-config libc6-dev
        debhelper dpkg-dev fakeroot)
 tests=(iperf3 sockperf socat curl vsftpd xinetd openssh-server python3 procps iproute2 tcpdump util-linux
        libclang-rt-14-dev man-db bsdextrautils nginx wrk nodejs bash-completion
-       python3-prometheus-client lintian bpftool)
+       python3-prometheus-client lintian bpftool strace)
 
 vm=(qemu-system-x86 linux-image-amd64 busybox-static cpio gzip kmod iproute2
     linux-headers-amd64 linux-source make xz-utils

@@ -155,10 +155,19 @@ bool smcr_fd_set_sock(int fd, struct smcr_sock *sk)
 
 	if (!slot)
 		return false;
+	atomic_store_explicit(&slot->plain, NULL, memory_order_relaxed);
 	struct smcr_sock *old = atomic_exchange_explicit(&slot->sock, sk, memory_order_acq_rel);
 	if (old)
 		refs()->sock_put(old, fd);
 	return true;
+}
+
+void smcr_fd_set_plain(int fd, struct smcr_sock *sk)
+{
+	struct smcr_fd_slot *slot = slot_of(fd, false);
+
+	if (slot && sk && atomic_load_explicit(&slot->sock, memory_order_relaxed) == sk)
+		atomic_store_explicit(&slot->plain, sk, memory_order_relaxed);
 }
 
 bool smcr_fd_set_epoll(int fd, struct smcr_epoll *ep)
@@ -192,6 +201,7 @@ void smcr_fd_forget(int fd)
 	/* the common case, no objects, costs three loads */
 	if (atomic_load_explicit(&slot->conn, memory_order_relaxed))
 		refs()->record_drop(atomic_exchange_explicit(&slot->conn, 0, memory_order_relaxed));
+	atomic_store_explicit(&slot->plain, NULL, memory_order_relaxed);
 	if (atomic_load_explicit(&slot->sock, memory_order_relaxed)) {
 		struct smcr_sock *sk = atomic_exchange_explicit(&slot->sock, NULL,
 								memory_order_acq_rel);

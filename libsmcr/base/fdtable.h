@@ -73,6 +73,7 @@ struct smcr_fd_slot {
 	_Atomic uint32_t reason;        /* enum smcr_reason: why not SMC (connections) */
 	_Atomic uint32_t conn;          /* the connection's record (conn_table.h); 0: none */
 	_Atomic(struct smcr_sock *) sock;       /* a connection that negotiated SMC (smc_sock.h) */
+	_Atomic(struct smcr_sock *) plain;      /* sock, once on TCP for good: smcr_fd_serving */
 	_Atomic(struct smcr_epoll *) epoll;     /* an epoll instance (readiness.h) */
 	_Atomic(int *) keeper;          /* SMCR_FD_OWN: where its holder keeps the number (sys.h) */
 	_Atomic uint32_t rcvbuf;        /* TCP: the SO_RCVBUF the application set (0: none) */
@@ -107,6 +108,22 @@ static inline struct smcr_fd_slot *smcr_fd_slot_peek(int fd)
 	return chunk ? &chunk[fd & (SMCR_FD_CHUNK_SLOTS - 1)] : NULL;
 }
 
+/*
+ * Whether libsmcr knows nothing of fd (a file, a pipe, a socket never
+ * looked at): closing it has nothing here to forget.
+ */
+static inline bool smcr_fd_holds_nothing(int fd)
+{
+	struct smcr_fd_slot *slot = smcr_fd_slot_peek(fd);
+
+	return !slot ||
+	       (atomic_load_explicit(&slot->state, memory_order_relaxed) == SMCR_FD_UNKNOWN &&
+		!atomic_load_explicit(&slot->conn, memory_order_relaxed) &&
+		!atomic_load_explicit(&slot->sock, memory_order_relaxed) &&
+		!atomic_load_explicit(&slot->epoll, memory_order_relaxed) &&
+		!atomic_load_explicit(&slot->rcvbuf, memory_order_relaxed));
+}
+
 /* The SMC connection behind fd (NULL: none); the table holds a reference. */
 static inline struct smcr_sock *smcr_fd_sock(int fd)
 {
@@ -114,6 +131,28 @@ static inline struct smcr_sock *smcr_fd_sock(int fd)
 
 	return slot ? atomic_load_explicit(&slot->sock, memory_order_acquire) : NULL;
 }
+
+/*
+ * The SMC connection that serves the calls on fd: smcr_fd_sock's, unless
+ * it went on over TCP for good (smcr_fd_set_plain), when every call is the
+ * kernel's.  NULL: none.
+ */
+static inline struct smcr_sock *smcr_fd_serving(int fd)
+{
+	struct smcr_fd_slot *slot = smcr_fd_slot_peek(fd);
+	struct smcr_sock *sk;
+
+	if (!slot)
+		return NULL;
+	sk = atomic_load_explicit(&slot->sock, memory_order_acquire);
+	return sk == atomic_load_explicit(&slot->plain, memory_order_relaxed) ? NULL : sk;
+}
+
+/*
+ * The connection sk of fd serves no call from now on: it stays fd's (its
+ * close, its hand-over) until fd is closed or given another.
+ */
+void smcr_fd_set_plain(int fd, struct smcr_sock *sk);
 
 /* The epoll instance fd is, as epoll.c tracks it (NULL: none). */
 static inline struct smcr_epoll *smcr_fd_epoll(int fd)

@@ -44,7 +44,7 @@ static inline bool tcp(int fd)
  */
 static inline struct smcr_sock *smc_call(int fd, bool dontwait, bool sending)
 {
-	struct smcr_sock *sk = smcr_fd_sock(fd);
+	struct smcr_sock *sk = smcr_fd_serving(fd);
 
 	if (__builtin_expect(sk == NULL, 1))
 		return NULL;

@@ -177,7 +177,7 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 int shutdown(int fd, int how)
 {
-	struct smcr_sock *sk = smcr_fd_sock(fd);
+	struct smcr_sock *sk = smcr_fd_serving(fd);
 
 	/* never waits for the CLC exchange: a shutdown during it is applied when it ends */
 	if (sk && smcr_sock_takes(sk, fd, true, false))
@@ -191,6 +191,9 @@ int shutdown(int fd, int how)
  */
 int close(int fd)
 {
+	/* Asked first: a vfork child is told apart by a system call (getpid). */
+	if (smcr_fd_holds_nothing(fd))
+		return REAL(close)(fd);
 	if (smcr_sys_borrowed_memory())        /* a vfork child: its table, not ours */
 		return REAL(close)(fd);
 	if (smcr_fd_get(fd) == SMCR_FD_OWN) {
@@ -322,7 +325,7 @@ int ioctl(int fd, unsigned long request, ...)
 	va_start(ap, request);
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
-	struct smcr_sock *sk = smcr_fd_sock(fd);
+	struct smcr_sock *sk = smcr_fd_serving(fd);
 	int rc;
 
 	if (sk && arg && smcr_sock_takes(sk, fd, true, false) && smcr_sock_ioctl(sk, request, arg, &rc))
@@ -335,7 +338,7 @@ int ioctl(int fd, unsigned long request, ...)
 
 int getsockopt(int fd, int level, int name, void *value, socklen_t *len)
 {
-	struct smcr_sock *sk = smcr_fd_sock(fd);
+	struct smcr_sock *sk = smcr_fd_serving(fd);
 	int rc;
 
 	if (sk && smcr_sock_getsockopt(sk, level, name, value, len, &rc))
@@ -348,7 +351,7 @@ int setsockopt(int fd, int level, int name, const void *value, socklen_t len)
 	int rc = REAL(setsockopt)(fd, level, name, value, len);
 	struct smcr_sock *sk = smcr_fd_sock(fd);
 
-	if (rc == 0 && sk)
+	if (rc == 0 && sk && smcr_fd_serving(fd))
 		smcr_sock_setsockopt(sk, level, name, value, len);
 	/* before connect or listen: the RMB of its connections follows it */
 	if (rc == 0 && level == SOL_SOCKET && name == SO_RCVBUF && len >= (socklen_t)sizeof(int) &&

@@ -644,7 +644,8 @@ int smcr_epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 	struct member *m;
 	int rc = 0;
 
-	if (!ep && !adds_member(op, fd, event))
+	/* no member to find: the lock is not needed to know fd is none */
+	if ((!ep || !__atomic_load_n(&ep->count, __ATOMIC_RELAXED)) && !adds_member(op, fd, event))
 		return REAL(epoll_ctl)(epfd, op, fd, event);
 	if (!ep && !(ep = epoll_of(epfd)))
 		return REAL(epoll_ctl)(epfd, op, fd, event);

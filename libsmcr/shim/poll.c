@@ -65,7 +65,7 @@ static bool any_ours(const struct pollfd *fds, nfds_t nfds)
 {
 	for (nfds_t i = 0; i < nfds; i++)
 		if (fds[i].fd >= 0 &&
-		    (smcr_fd_sock(fds[i].fd) || smcr_epoll_has_members(fds[i].fd) ||
+		    (smcr_fd_serving(fds[i].fd) || smcr_epoll_has_members(fds[i].fd) ||
 		     smcr_fd_state_is_connecting(smcr_fd_get(fds[i].fd))))
 			return true;
 	return false;
@@ -390,7 +390,7 @@ bool smcr_select_has_ours(int nfds, const fd_set *r, const fd_set *w, const fd_s
 	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++) {
 		if (!((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))))
 			continue;
-		if (smcr_fd_sock(fd) || smcr_epoll_has_members(fd) ||
+		if (smcr_fd_serving(fd) || smcr_epoll_has_members(fd) ||
 		    smcr_fd_state_is_connecting(smcr_fd_get(fd)))
 			return true;
 	}

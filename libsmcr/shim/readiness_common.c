@@ -13,7 +13,7 @@
 
 enum regime smcr_regime_of(int fd)
 {
-	struct smcr_sock *sk = smcr_fd_sock(fd);
+	struct smcr_sock *sk = smcr_fd_serving(fd);
 
 	if (sk) {
 		switch (smcr_sock_phase(sk)) {
@@ -45,7 +45,7 @@ void smcr_drive(int fd)
 
 	if (smcr_fd_state_is_connecting(smcr_fd_get(fd)))
 		smcr_handshake_settle(fd);
-	sk = smcr_fd_sock(fd);
+	sk = smcr_fd_serving(fd);
 	if (sk)
 		smcr_sock_settle(sk, fd, false);
 }

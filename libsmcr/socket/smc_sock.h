@@ -200,6 +200,8 @@ enum smcr_sock_phase smcr_sock_settle(struct smcr_sock *sk, int fd, bool may_wai
  * waits for it SMC_CLC_PROPOSAL_WAIT_MS at most, from the first such call
  * or smcr_sock_want_send; then the exchange declines and the call's bytes
  * go on TCP, while a read still waits for the late Proposal, to discard it.
+ * Once the connection is on TCP for good, fd's calls stop coming here
+ * (smcr_fd_serving).
  */
 bool smcr_sock_takes(struct smcr_sock *sk, int fd, bool dontwait, bool sending);
 

@@ -1855,6 +1855,22 @@ void smcr_sock_leave_incomplete(void)
 	errno = saved_errno;
 }
 
+/*
+ * On TCP, and nothing of ours left to read (our leave is over, or there
+ * was none): every call on fd is the kernel's from now on, without a look
+ * here.  Under the lock, which the leave's flags change under.
+ */
+static void serve_no_more(struct smcr_sock *sk, int fd)
+{
+	bool over;
+
+	smc_conn_lock(&sk->conn);
+	over = !smc_leave_reads_ours(&sk->conn);
+	smc_conn_unlock(&sk->conn);
+	if (over)
+		smcr_fd_set_plain(fd, sk);
+}
+
 bool smcr_sock_takes(struct smcr_sock *sk, int fd, bool dontwait, bool sending)
 {
 	enum smcr_sock_phase phase = settle(sk, fd, !dontwait, 0, sending ? CALL_SENDS : CALL_LOOKS);
@@ -1862,7 +1878,10 @@ bool smcr_sock_takes(struct smcr_sock *sk, int fd, bool dontwait, bool sending)
 	if (phase == SMCR_SOCK_TCP) {   /* ours to read while our leave is not over */
 		if (sending)
 			reply_drain(sk);
-		return !sending && smc_leave_reads_ours(&sk->conn);
+		if (!sending && smc_leave_reads_ours(&sk->conn))
+			return true;
+		serve_no_more(sk, fd);
+		return false;
 	}
 	return !(sending && phase == SMCR_SOCK_SETUP && smcr_sock_writes_tcp(sk));
 }

@@ -106,6 +106,55 @@ static void next_sock_finds_each_number(void **state)
 	assert_ptr_equal(smcr_fd_sock(9000), sk);
 }
 
+/*
+ * A connection on TCP for good serves no call, and stays its descriptor's
+ * (found for its hand-over, put at its close); a dup, or the number given
+ * another connection, serves again.
+ */
+static void plain_serves_no_call(void **state)
+{
+	static char a, b;
+	struct smcr_sock *sk = (struct smcr_sock *)&a, *other = (struct smcr_sock *)&b;
+
+	(void)state;
+	assert_null(smcr_fd_serving(6));
+	assert_true(smcr_fd_set(6, SMCR_FD_TCP_CLIENT) && smcr_fd_set_sock(6, sk));
+	assert_ptr_equal(smcr_fd_serving(6), sk);
+	smcr_fd_set_plain(6, other);               /* not its connection: nothing */
+	assert_ptr_equal(smcr_fd_serving(6), sk);
+	smcr_fd_set_plain(6, sk);
+	assert_null(smcr_fd_serving(6));
+	assert_ptr_equal(smcr_fd_sock(6), sk);
+	assert_int_equal(smcr_fd_next_sock(0), 6);
+	smcr_fd_copy(6, 7);
+	assert_ptr_equal(smcr_fd_serving(7), sk);
+	smcr_fd_set_sock(6, other);
+	assert_ptr_equal(smcr_fd_serving(6), other);
+	smcr_fd_set_plain(6, other);
+	smcr_fd_forget(6);
+	assert_true(smcr_fd_set(6, SMCR_FD_TCP_SERVER) && smcr_fd_set_sock(6, other));
+	assert_ptr_equal(smcr_fd_serving(6), other);
+}
+
+/* Only a number libsmcr knows nothing of is closed without a look. */
+static void holds_nothing(void **state)
+{
+	static char a;
+
+	(void)state;
+	assert_true(smcr_fd_holds_nothing(8));
+	assert_true(smcr_fd_holds_nothing(-1));
+	assert_true(smcr_fd_set(8, SMCR_FD_OTHER));
+	assert_false(smcr_fd_holds_nothing(8));
+	smcr_fd_forget(8);
+	assert_true(smcr_fd_holds_nothing(8));
+	assert_true(smcr_fd_set_sock(8, (struct smcr_sock *)&a));
+	assert_false(smcr_fd_holds_nothing(8));
+	smcr_fd_forget(8);
+	assert_true(smcr_fd_set_record(8, 3));
+	assert_false(smcr_fd_holds_nothing(8));
+}
+
 static void forget_range(void **state)
 {
 	(void)state;
@@ -380,6 +429,8 @@ int main(void)
 		cmocka_unit_test_setup(chunk_edges, reset),
 		cmocka_unit_test_setup(forget_and_copy, reset),
 		cmocka_unit_test_setup(next_sock_finds_each_number, reset),
+		cmocka_unit_test_setup(plain_serves_no_call, reset),
+		cmocka_unit_test_setup(holds_nothing, reset),
 		cmocka_unit_test_setup(forget_range, reset),
 		cmocka_unit_test_setup(concurrent_first_use, reset),
 		cmocka_unit_test_setup(own_descriptors_stay, reset),
