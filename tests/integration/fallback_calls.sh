@@ -13,12 +13,12 @@
 # plain peer, for N1 and then N2 round trips.  What the N2 - N1 round trips
 # more cost preloaded may exceed what they cost plainly by under a tenth
 # of a call each: what libsmcr does once (its start, its smcrd
-# registration, the CLC exchange; the sanitizers' start) falls out of the
-# difference, and a system call libsmcr made at each call or each close (a
-# getpid to tell a vfork child, a poll of its own before select) would add
-# N2 - N1.  The fallback is checked too, with its reasons.  Not for the
-# sanitizers' builds: ASan's allocator maps memory as the program
-# allocates, and LeakSanitizer cannot run under ptrace.  Ports 24790-24791.
+# registration, the CLC exchange) falls out of the difference, and a
+# system call libsmcr made at each call or each close (a getpid to tell a
+# vfork child, a poll of its own before select) would add N2 - N1.  The
+# fallback is checked too, with its reasons.  Not for the sanitizers'
+# builds: ASan's allocator maps memory as the program allocates, and
+# LeakSanitizer cannot run under ptrace.  Ports 24790-24791.
 . "$(dirname "$0")/lib.sh"
 need strace
 N1=1000
