@@ -25,11 +25,9 @@ static void sleep_while_held(struct smcr_shared_lock *lock, uint64_t ms)
 
 bool smcr_shared_lock_take(struct smcr_shared_lock *lock, unsigned int wait_ms)
 {
-	uint32_t free_word = 0;
 	uint64_t deadline, now;
 
-	if (atomic_compare_exchange_strong_explicit(&lock->word, &free_word, 1, memory_order_acquire,
-						    memory_order_relaxed))
+	if (smcr_shared_lock_try(lock))
 		return true;
 	deadline = smc_clock_ms() + wait_ms;
 	/* 2 from now on: whoever gives it back next must wake someone */

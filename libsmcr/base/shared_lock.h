@@ -35,6 +35,15 @@ static inline void smcr_shared_lock_init(struct smcr_shared_lock *lock)
 	atomic_store_explicit(&lock->word, 0, memory_order_relaxed);
 }
 
+/* Takes the lock if it is free: true; false, at once, if it is held. */
+static inline bool smcr_shared_lock_try(struct smcr_shared_lock *lock)
+{
+	uint32_t free_word = 0;
+
+	return atomic_compare_exchange_strong_explicit(&lock->word, &free_word, 1,
+						       memory_order_acquire, memory_order_relaxed);
+}
+
 /*
  * Takes the lock, waiting at most wait_ms for its holder: true; past that,
  * takes it anyway: false (a holder that is gone, stuck or hostile may

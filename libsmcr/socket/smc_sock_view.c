@@ -1858,13 +1858,16 @@ void smcr_sock_leave_incomplete(void)
 /*
  * On TCP, and nothing of ours left to read (our leave is over, or there
  * was none): every call on fd is the kernel's from now on, without a look
- * here.  Under the lock, which the leave's flags change under.
+ * here.  Under the lock, which the leave's flags change under; only if it
+ * is free, since a wait for it is a futex call, which the seccomp filter
+ * of a process that left may forbid: a busy lock leaves it to a later call.
  */
 static void serve_no_more(struct smcr_sock *sk, int fd)
 {
 	bool over;
 
-	smc_conn_lock(&sk->conn);
+	if (!smcr_shared_lock_try(&sk->conn.st->lock))
+		return;
 	over = !smc_leave_reads_ours(&sk->conn);
 	smc_conn_unlock(&sk->conn);
 	if (over)

@@ -59,6 +59,26 @@ static void increment(struct shared *sh, int n)
 	}
 }
 
+/* A try never waits and never takes a held lock by force: the word stays its holder's. */
+static void a_try_takes_only_a_free_lock(void **state)
+{
+	struct smcr_shared_lock lock;
+	static const uint32_t held[] = { 1, 2, 77 };
+
+	(void)state;
+	smcr_shared_lock_init(&lock);
+	assert_true(smcr_shared_lock_try(&lock));
+	assert_int_equal(atomic_load(&lock.word), 1);
+	for (unsigned int i = 0; i < sizeof(held) / sizeof(held[0]); i++) {
+		atomic_store(&lock.word, held[i]);
+		assert_false(smcr_shared_lock_try(&lock));
+		assert_int_equal(atomic_load(&lock.word), held[i]);
+	}
+	atomic_store(&lock.word, 1);
+	smcr_shared_lock_give(&lock);
+	assert_true(smcr_shared_lock_try(&lock));
+}
+
 static void two_processes_never_hold_it_at_once(void **state)
 {
 	struct shared *sh = shared_new();
@@ -146,6 +166,7 @@ static void any_value_in_the_word_is_held_and_bounded(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(a_try_takes_only_a_free_lock),
 		cmocka_unit_test(two_processes_never_hold_it_at_once),
 		cmocka_unit_test(a_give_wakes_the_waiter_before_its_bound),
 		cmocka_unit_test(a_holder_that_never_gives_it_back_is_overtaken),
