@@ -26,6 +26,8 @@
  *   multi      4 connections at once, each in its own thread, 8 MiB each:
  *              all on the link the first one made (same QP, no first
  *              contact, one link in the table)
+ *   naming     an Accept names that link by the server's QP and instance,
+ *              neither alone, and a first contact never names it again
  *   halfclose  shutdown: the server reads all, then end of file, then
  *              answers; the client reads the answer, then end of file
  *   abort      the client aborts: the server's recv fails with ECONNRESET
@@ -632,6 +634,35 @@ static uint32_t run_stream(void)
 	return acc.r.qpn;
 }
 
+/*
+ * The link the Accept acc (no first contact) named: found by its QP and
+ * the server's instance, by neither alone, and not by a first contact,
+ * since one named it already (a QP number the device gave again, siw's
+ * lowest free, must not lead a new peer's connection to a dead link).
+ */
+static void check_link_naming(const struct smc_clc_accept_confirm *acc)
+{
+	struct smc_rdma_link_name name = { .peer_qpn = acc->r.qpn,
+					   .peer_instance = smc_rdma_instance_of(&acc->r.lcl) };
+	struct smc_rdma_link *link;
+	int rc = smc_rdma_link_find((struct sockaddr *)&srv_addr, &name, 0, &link);
+
+	check(rc == 0, "naming: the Accept's QP and instance name the link (%d)", rc);
+	if (rc == 0)
+		smc_rdma_link_put(link);
+	name.first_contact = true;
+	rc = smc_rdma_link_find((struct sockaddr *)&srv_addr, &name, 0, &link);
+	check(rc == -ENOLINK, "naming: a first contact does not name it again (%d)", rc);
+	name.first_contact = false;
+	name.peer_instance++;
+	rc = smc_rdma_link_find((struct sockaddr *)&srv_addr, &name, 0, &link);
+	check(rc == -ENOLINK, "naming: its QP with another instance does not name it (%d)", rc);
+	name.peer_instance--;
+	name.peer_qpn ^= 1;
+	rc = smc_rdma_link_find((struct sockaddr *)&srv_addr, &name, 0, &link);
+	check(rc == -ENOLINK, "naming: its instance with another QP does not name it (%d)", rc);
+}
+
 static void run_multi(uint32_t first_qpn)
 {
 	struct smc_clc_accept_confirm acc;
@@ -650,6 +681,7 @@ static void run_multi(uint32_t first_qpn)
 	check(same && !fresh, "multi: %d connections reuse the link (same server QP, no first contact)",
 	      MULTI);
 	check(stats().links == 1, "multi: one link in the table (%u)", stats().links);
+	check_link_naming(&acc);
 	for (int i = 0; i < MULTI; i++)
 		pthread_create(&t[i], NULL, stream_send, &s[i]);
 	for (int i = 0; i < MULTI; i++) {
@@ -923,11 +955,16 @@ static int write_and_deliver(struct smc_rdma_link *link, const struct smc_rdma_w
 	return smc_rdma_post(link, w, w ? 1 : 0, cdc, SMC_RDMA_DELIVERED);
 }
 
-/* Our link to the server that the Accept acc named, with a reference. */
+/*
+ * Our link to the server that the Accept acc named, with a reference: the
+ * connection it made joined it already (no longer a first contact).
+ */
 static struct smc_rdma_link *link_of(const struct smc_clc_accept_confirm *acc)
 {
+	struct smc_rdma_link_name name = { .peer_qpn = acc->r.qpn,
+					   .peer_instance = smc_rdma_instance_of(&acc->r.lcl) };
 	struct smc_rdma_link *link;
-	int rc = smc_rdma_link_find((struct sockaddr *)&srv_addr, acc->r.qpn, 5000, &link);
+	int rc = smc_rdma_link_find((struct sockaddr *)&srv_addr, &name, 5000, &link);
 
 	if (rc)
 		die("smc_rdma_link_find", -rc);

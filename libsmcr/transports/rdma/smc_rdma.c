@@ -298,6 +298,10 @@ static int rdma_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_c
 	if (peer->smc_type != SMC_TYPE_R || peer->r.rmbe_size > SMC_RMB_MAX_CLASS_R)
 		return -EPROTO;
 	if (!rc->link) {
+		struct smc_rdma_link_name name = { .peer_qpn = peer->r.qpn,
+						   .peer_instance = smc_rdma_instance_of(&peer->r.lcl),
+						   .first_contact = peer->first_contact };
+
 		/*
 		 * The client: the server connected the link before its Accept
 		 * named it, and waits for our Confirm as long as for any CLC
@@ -305,8 +309,8 @@ static int rdma_attach_peer(struct smc_conn *conn, const struct smc_clc_accept_c
 		 * host (our rdma_cm events are behind), so we wait as long.
 		 */
 		if ((err = sock_addr(conn->sock, true, &remote)) ||
-		    (err = smc_rdma_link_find((struct sockaddr *)&remote, peer->r.qpn,
-					      SMC_CLC_WAIT_MS, &link)) ||
+		    (err = smc_rdma_link_find((struct sockaddr *)&remote, &name, SMC_CLC_WAIT_MS,
+					      &link)) ||
 		    (err = bind_link(conn, link)))
 			return err;
 	} else if (rc->info.peer_qpn != peer->r.qpn) {

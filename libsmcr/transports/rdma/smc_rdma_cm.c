@@ -518,7 +518,7 @@ int smc_rdma_link_get(const struct sockaddr *local, const struct sockaddr *peer,
 		      const struct smc_clc_local *peer_lcl, int timeout_ms,
 		      struct smc_rdma_link **out, bool *fresh)
 {
-	uint16_t instance = (uint16_t)(peer_lcl->peer_id[0] << 8 | peer_lcl->peer_id[1]);
+	uint16_t instance = smc_rdma_instance_of(peer_lcl);
 	struct rdma_connecting self = { .instance = instance }, **pp;
 	struct timespec deadline = deadline_in(timeout_ms);
 	int rc;
@@ -550,8 +550,18 @@ int smc_rdma_link_get(const struct sockaddr *local, const struct sockaddr *peer,
 	return rc;
 }
 
-int smc_rdma_link_find(const struct sockaddr *peer, uint32_t peer_qpn, int timeout_ms,
-		       struct smc_rdma_link **out)
+/* Under smc_rdma.lock: whether link is the one from peer that name names. */
+static bool named(const struct smc_rdma_link *link, const struct sockaddr *peer,
+		  const struct smc_rdma_link_name *name)
+{
+	return atomic_load(&link->state) == LINK_UP && link->info.peer_qpn == name->peer_qpn &&
+	       link->peer_instance == name->peer_instance &&
+	       same_ip((const struct sockaddr *)&link->peer, peer) &&
+	       !(name->first_contact && link->named_first);
+}
+
+int smc_rdma_link_find(const struct sockaddr *peer, const struct smc_rdma_link_name *name,
+		       int timeout_ms, struct smc_rdma_link **out)
 {
 	struct timespec deadline = deadline_in(timeout_ms);
 	struct smc_rdma_link *link;
@@ -559,11 +569,10 @@ int smc_rdma_link_find(const struct sockaddr *peer, uint32_t peer_qpn, int timeo
 
 	pthread_mutex_lock(&smc_rdma.lock);
 	for (;;) {
-		for (link = smc_rdma.links; link; link = link->next)
-			if (atomic_load(&link->state) == LINK_UP && link->info.peer_qpn == peer_qpn &&
-			    same_ip((struct sockaddr *)&link->peer, peer))
-				break;
+		for (link = smc_rdma.links; link && !named(link, peer, name); link = link->next)
+			;
 		if (link) {
+			link->named_first |= name->first_contact;
 			link->refs++;
 			*out = link;
 			rc = 0;

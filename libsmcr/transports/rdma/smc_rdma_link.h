@@ -159,12 +159,29 @@ int smc_rdma_link_get(const struct sockaddr *local, const struct sockaddr *peer,
 		      const struct smc_clc_local *peer_lcl, int timeout_ms,
 		      struct smc_rdma_link **link, bool *fresh);
 
+/* The instance (listener port) of the process that sent lcl, from its peer_id. */
+static inline uint16_t smc_rdma_instance_of(const struct smc_clc_local *lcl)
+{
+	return (uint16_t)(lcl->peer_id[0] << 8 | lcl->peer_id[1]);
+}
+
+/* How a server's Accept names the link it connected to us. */
+struct smc_rdma_link_name {
+	uint32_t peer_qpn;		/* its QP */
+	uint16_t peer_instance;		/* its process (smc_clc_local.peer_id) */
+	bool first_contact;		/* it made the link for this connection */
+};
+
 /*
- * The link from the process at peer whose queue pair is peer_qpn (the
- * Accept named it), waiting up to timeout_ms for it to come up.
+ * The link from the process at peer that name names, waiting up to
+ * timeout_ms for it to come up.  A QP number alone does not name one: a
+ * device may give a new QP the number of one just destroyed (siw gives the
+ * lowest free), and the link of a peer that has gone may still be up here,
+ * our events being behind.  So the peer's instance must match too, and a
+ * first contact names a link no first contact named before.
  */
-int smc_rdma_link_find(const struct sockaddr *peer, uint32_t peer_qpn, int timeout_ms,
-		       struct smc_rdma_link **link);
+int smc_rdma_link_find(const struct sockaddr *peer, const struct smc_rdma_link_name *name,
+		       int timeout_ms, struct smc_rdma_link **link);
 
 void smc_rdma_link_put(struct smc_rdma_link *link);
 

@@ -88,6 +88,7 @@ struct smc_rdma_link {
 	struct ibv_qp *qp;
 	struct sockaddr_storage peer;		/* its address (port 0) */
 	uint16_t peer_instance;
+	bool named_first;			/* under smc_rdma.lock: a first contact's Accept named it */
 	struct smc_rdma_link_info info;
 	_Atomic int state;			/* enum link_state; set under smc_rdma.lock */
 	unsigned int refs;			/* under smc_rdma.lock: the table's, each endpoint's */
