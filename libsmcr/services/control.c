@@ -62,6 +62,8 @@ static _Atomic int ctl_fd = -1, result_fd = -1, owned_fd = -1;
 static _Atomic uint32_t rmb_kib;
 /* the transports smcr.conf allows (SMCR_CONTROL_SHM, _RDMA), from that reply too */
 static _Atomic uint32_t transports_allowed;
+/* when that reply came (CLOCK_MONOTONIC_COARSE seconds; 0: none yet) */
+static _Atomic time_t transports_said_at;
 static time_t next_attempt;             /* CLOCK_MONOTONIC_COARSE seconds */
 
 static time_t now_coarse(void)
@@ -151,6 +153,7 @@ static int exchange_locked(struct smcr_control_msg *m, const int *out, size_t no
 	if (m->rmb_kib)
 		atomic_store_explicit(&rmb_kib, m->rmb_kib, memory_order_relaxed);
 	atomic_store_explicit(&transports_allowed, m->transports, memory_order_relaxed);
+	atomic_store_explicit(&transports_said_at, now_coarse(), memory_order_relaxed);
 	return 0;
 }
 
@@ -162,6 +165,14 @@ uint32_t smcr_control_rmb_bytes(void)
 uint32_t smcr_control_transports(void)
 {
 	return atomic_load_explicit(&transports_allowed, memory_order_relaxed);
+}
+
+bool smcr_control_transports_recent(uint32_t *allowed)
+{
+	time_t said = atomic_load_explicit(&transports_said_at, memory_order_relaxed);
+
+	*allowed = smcr_control_transports();
+	return said && now_coarse() - said < TRANSPORTS_FRESH_S;
 }
 
 /*

@@ -53,6 +53,14 @@ uint32_t smcr_control_rmb_bytes(void);
  */
 uint32_t smcr_control_transports(void);
 
+/*
+ * Whether smcrd's latest reply is recent enough to decide by, without a
+ * request (a reload reaches a process only through a reply): came less
+ * than TRANSPORTS_FRESH_S ago; *allowed: what it said.
+ */
+#define TRANSPORTS_FRESH_S 1
+bool smcr_control_transports_recent(uint32_t *allowed);
+
 /* Returns bytes to smcrd's pool. */
 void smcr_control_release(uint64_t bytes);
 

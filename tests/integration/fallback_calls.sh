@@ -16,7 +16,9 @@
 # registration, the CLC exchange) falls out of the difference, and a
 # system call libsmcr made at each call or each close (a getpid to tell a
 # vfork child, a poll of its own before select) would add N2 - N1.  The
-# fallback is checked too, with its reasons.  Not for the sanitizers'
+# fallback is checked too, with its reasons.  And a process whose
+# connections keep falling back stops offering its buffer for them once
+# smcrd said no transport can serve them.  Not for the sanitizers'
 # builds: ASan's allocator maps memory as the program allocates, and
 # LeakSanitizer cannot run under ptrace.  Ports 24790-24791.
 . "$(dirname "$0")/lib.sh"
@@ -100,6 +102,51 @@ echo "fallback reasons: $(fallback_reasons | tr '\n' ' ')"
 expect_fallbacks "both ends of both connections" "$(fallbacks_counted)" 4
 expect_eq "connections on shared memory" \
 	"$(transport_counter clients shm) $(transport_counter servers shm)" "0 0"
+
+# A process that falls back again and again: once smcrd's reply said
+# that no transport it allows can serve the address, its next connections
+# (within TRANSPORTS_FRESH_S of that word) decline without an offer, whose
+# buffer and round trips would be for nothing.  30 connections in turn,
+# each a round trip.  The word comes with any reply of smcrd's, the first
+# at the registration as the process starts; one connection in a second
+# may still offer, to hear it again.
+cat > "$WORK/many.py" <<'EOF'
+import socket, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+for _ in range(n):
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(b"x" * 100)
+        got = b""
+        while len(got) < 100 and (part := s.recv(100 - len(got))):
+            got += part
+        if got != b"x" * 100:
+            sys.exit("an echo came short: %d bytes" % len(got))
+print("done")
+EOF
+cat > "$WORK/many_server.py" <<'EOF'
+import socket, sys
+listener = socket.create_server(("127.0.0.1", int(sys.argv[1])))
+for _ in range(int(sys.argv[2])):
+    conn, _ = listener.accept()
+    with conn:
+        while data := conn.recv(4096):
+            conn.sendall(data)
+EOF
+MANY=30
+fallbacks_before=$(fallbacks_counted)
+start_bg many_server smcr "$PY" "$WORK/many_server.py" "$PORT" "$MANY"
+many_server=$LAST_PID
+if wait_listen "$PORT" "$many_server"; then
+	run_mode smcr timeout 60 "$PY" "$WORK/many.py" "$PORT" "$MANY" > "$WORK/many.out" 2> "$WORK/many.err"
+	expect_eq "$MANY connections in turn: the client" "$?/$(cat "$WORK/many.out")" "0/done"
+	stop_bg "$many_server" - 10
+	skipped=$(grep -c 'no transport smcr.conf allows serves it: no offer' "$WORK/many.err")
+	echo "$MANY connections in turn: $skipped declined without an offer"
+	expect_between "connections that declined without an offer" "$skipped" 1 "$MANY"
+	expect_fallbacks "$MANY connections in turn, both ends" \
+		"$(($(fallbacks_counted) - fallbacks_before))" $((2 * MANY))
+	echo "fallback reasons: $(fallback_reasons | tr '\n' ' ')"
+fi
 
 more=$((N2 - N1))
 for side in client server; do
