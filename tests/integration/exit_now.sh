@@ -39,16 +39,24 @@ def serve(n):
     conn.detach()            # exit(), with the connection open
     sys.exit(0)
 
-children = set()
+children, failed = set(), 0
+
+def reap():
+    global failed
+    pid, status = os.wait()
+    children.discard(pid)
+    failed += status != 0
+
 for n in range(rounds):
     if len(children) == 2:
-        children.discard(os.wait()[0])
+        reap()
     pid = os.fork()
     if pid == 0:
         serve(n)
     children.add(pid)
 while children:
-    children.discard(os.wait()[0])
+    reap()
+print("children failed:", failed, flush=True)
 EOS
 start_bg server smcr "$PY" "$WORK/server.py" "$TEST_ADDR" "$PORT" "$SIZE" "$ROUNDS"
 wait_listen "$PORT" "$LAST_PID" || finish
@@ -57,7 +65,13 @@ run_mode smcr timeout 600 "$PY" "$(dirname "$0")/answer_clients.py" "$TEST_ADDR"
 	> "$WORK/client.out" 2> "$WORK/client.err"
 expect_eq "client exit status" "$?" 0
 expect_eq "answers read whole" "$(cat "$WORK/client.out")" "exact $ROUNDS"
-grep -E "^(differs|after) " "$WORK/client.err" | sort | uniq -c
+# what a short answer saw, and why its sender failed, on the FAIL lines
+expect_eq "answers cut short or failed" \
+	"$(grep -E "^(differs|after) " "$WORK/client.err" | sort | uniq -c)" ""
+stop_bg "$LAST_PID" - 30
+expect_eq "server" "$(cat "$WORK/server.out")" "listening
+children failed: 0"
+expect_eq "the server's errors" "$(grep -E "^[A-Za-z]*(Error|Exception)|Traceback" "$WORK/server.err")" ""
 on_transport "senders that end at once" "$ROUNDS" $((ROUNDS * SIZE))
 expect_eq "ends that left for TCP" "$(transport_counter left)" 0
 # ending_sum WORD: the sum of the numbers before WORD in the server's
