@@ -244,6 +244,43 @@ fail:
 	return reason_of(rc);
 }
 
+/* Whether t can say what a Proposal needs of it for fd's connection (lcl): a device serves it. */
+static bool describable(const struct smc_transport_ops *t, int fd, struct smc_clc_local *lcl)
+{
+	return !t->setup.local_block || t->setup.local_block(fd, lcl) == 0;
+}
+
+/*
+ * Whether some transport may serve fd's connection, as far as smcrd's
+ * recent word on smcr.conf goes.  If none it allows is describable (shm
+ * off, no RDMA device for the address), an offer, with its buffer and
+ * smcrd's round trips, would be for nothing: a host where every
+ * connection falls back would pay it for each.  An older word decides
+ * nothing, since only an offer's reply brings a reload's news.  In the
+ * registry's order: shm, which needs no device, answers before RDMA
+ * looks for one.
+ */
+static bool may_be_served(int fd)
+{
+	struct smc_clc_local lcl;
+	uint32_t allowed;
+
+	if (!smcr_control_transports_recent(&allowed))
+		return true;
+	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++)
+		if ((allowed & smc_transport(t)->setup.allowed_by) &&
+		    describable(smc_transport(t), fd, &lcl))
+			return true;
+	return false;
+}
+
+/* What a connection that no transport may serve declines with, with no offer made. */
+static enum smcr_reason no_offer(int fd)
+{
+	smcr_log(SMCR_LOG_DEBUG, "fd %d: no transport smcr.conf allows serves it: no offer", fd);
+	return SMCR_REASON_NOSMCDEV;
+}
+
 /*
  * Under the connection lock (or before anyone else can hold it): whether
  * our buffer is on offer, offering it now if no process tried yet; the
@@ -256,7 +293,8 @@ static bool on_offer(struct smcr_sock *sk)
 
 	if (!sh->offer_tried && state_fd >= 0 && sk->conn.sock >= 0) {
 		sh->offer_tried = true;
-		sh->offer_failed = offer(sk, sk->conn.sock, state_fd);
+		sh->offer_failed = may_be_served(sk->conn.sock) ? offer(sk, sk->conn.sock, state_fd) :
+				   no_offer(sk->conn.sock);
 	}
 	if (sh->offer_tried && state_fd >= 0)
 		smcr_sys_close_kept(&sk->state_fd);     /* smcrd has it, or nobody will */
@@ -362,12 +400,6 @@ static const struct smc_transport_ops *transport_of_type(enum smc_type type)
 	return NULL;
 }
 
-/* Whether t can say what a Proposal needs of it for fd's connection (lcl): a device serves it. */
-static bool describable(const struct smc_transport_ops *t, int fd, struct smc_clc_local *lcl)
-{
-	return !t->setup.local_block || t->setup.local_block(fd, lcl) == 0;
-}
-
 /*
  * Whether t may be offered on sk's connection: smcr.conf allows it, it is
  * not for remote peers only while a transport for this host was offered
@@ -382,30 +414,6 @@ static bool offerable(struct smcr_sock *sk, const struct smc_transport_ops *t,
 	    (t->setup.remote_only && local_offered && peer_is_local(fd)))
 		return false;
 	return describable(t, fd, lcl);
-}
-
-/*
- * Whether some transport may serve fd's connection, as far as smcrd's
- * recent word on smcr.conf goes.  If none it allows is describable (shm
- * off, no RDMA device for the address), an offer, with its buffer and
- * smcrd's round trips, would be for nothing: a host where every
- * connection falls back would pay it for each.  An older word decides
- * nothing, since only an offer's reply brings a reload's news.  In the
- * registry's order: shm, which needs no device, answers before RDMA
- * looks for one.
- */
-static bool may_be_served(int fd)
-{
-	struct smc_clc_local lcl;
-	uint32_t allowed;
-
-	if (!smcr_control_transports_recent(&allowed))
-		return true;
-	for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++)
-		if ((allowed & smc_transport(t)->setup.allowed_by) &&
-		    describable(smc_transport(t), fd, &lcl))
-			return true;
-	return false;
 }
 
 /* Whether allowed (SMCR_CONTROL_*) holds a transport for peers on this host. */
@@ -445,11 +453,6 @@ static enum smcr_reason setup_offers(void *ctx, enum smc_type *type, struct smc_
 	*type = SMC_TYPE_N;
 	if (__atomic_load_n(&confined, __ATOMIC_ACQUIRE))
 		return SMCR_REASON_CONFINED;
-	if (!sk->sh->offer_tried && !may_be_served(sk->conn.sock)) {
-		smcr_log(SMCR_LOG_DEBUG, "fd %d: no transport smcr.conf allows serves it: no offer",
-			 sk->conn.sock);
-		return SMCR_REASON_NOSMCDEV;
-	}
 	if (!on_offer(sk))
 		return sk->sh->offer_failed ? sk->sh->offer_failed : SMCR_REASON_NOSMCDEV;
 	for (int remote_only = 0; remote_only < 2; remote_only++)
@@ -867,7 +870,7 @@ void smcr_sock_negotiated(int fd, bool active)
 	sk->conn.record = smcr_fd_record(fd);
 	sk->state_fd = smcr_sys_fd_aside(state_fd);
 	smcr_sys_fd_keep(&sk->state_fd);
-	if (active && may_be_served(fd))
+	if (active)
 		on_offer(sk);
 	if (!smcr_fd_set_sock(fd, sk))
 		smcr_sock_put(sk, fd);
