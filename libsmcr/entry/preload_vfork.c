@@ -27,7 +27,7 @@ static void offer_before_vfork(void)
 	int saved_errno = errno;
 
 	if (!smcr_sys_borrowed_memory())        /* a vfork child's vfork: not its socket */
-		smcr_sock_offer_all();
+		smcr_sock_offer_all(false);
 	errno = saved_errno;
 }
 

@@ -46,7 +46,7 @@
 
 static void prepare(void)
 {
-	smcr_sock_offer_all();
+	smcr_sock_offer_all(true);
 	for (unsigned int t = SMCR_TRANSPORTS; t-- > 0;)
 		TRANSPORT_STEP(t, fork_prepare);
 	smcr_sock_fork_prepare();

@@ -271,11 +271,14 @@ void smcr_sock_passing(struct smcr_sock *sk, int count);
 
 /*
  * Every connection of the process is about to be reachable from another
- * (fork, posix_spawn): a server's buffer not yet offered goes to smcrd now,
- * so that the other process can carry the exchange on (smcr_sock_adopt).
- * Asks smcrd: call it while no other lock of libsmcr is held.
+ * (fork, vfork): a server's buffer not yet offered goes to smcrd now, so
+ * that the other process can carry the exchange on (smcr_sock_adopt).  An
+ * exchange that cannot be offered ends first, declining (waiting up to
+ * SMC_CLC_WAIT_MS for the peer), unless the other process inherits this
+ * one's views (fork's child: views_inherited).  Asks smcrd: call it while
+ * no other lock of libsmcr is held.
  */
-void smcr_sock_offer_all(void);
+void smcr_sock_offer_all(bool views_inherited);
 
 /* fork() handlers: before, and after in the parent and in the child (see smc_sock_view.c). */
 void smcr_sock_fork_prepare(void);

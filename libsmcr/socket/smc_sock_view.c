@@ -284,25 +284,29 @@ static enum smcr_reason no_offer(int fd)
 /*
  * Under the connection lock (or before anyone else can hold it): whether
  * our buffer is on offer, offering it now if no process tried yet; the
- * reason it is not is then in offer_failed.
+ * reason it is not is then in offer_failed.  Only while the connection is
+ * this process's alone (here_only) may the devices it sees decide that no
+ * transport serves it: another process it reaches may see others, and
+ * finds the exchange only through the offer.
  */
-static bool on_offer(struct smcr_sock *sk)
+static bool on_offer(struct smcr_sock *sk, bool here_only)
 {
 	struct sock_shared *sh = sk->sh;
 	int state_fd = smcr_sys_kept(&sk->state_fd);
+	int fd = sk->conn.sock;
 
-	if (!sh->offer_tried && state_fd >= 0 && sk->conn.sock >= 0) {
+	if (!sh->offer_tried && state_fd >= 0 && fd >= 0) {
 		sh->offer_tried = true;
-		sh->offer_failed = may_be_served(sk->conn.sock) ? offer(sk, sk->conn.sock, state_fd) :
-				   no_offer(sk->conn.sock);
+		sh->offer_failed = !here_only || may_be_served(fd) ? offer(sk, fd, state_fd) :
+				   no_offer(fd);
 	}
 	if (sh->offer_tried && state_fd >= 0)
 		smcr_sys_close_kept(&sk->state_fd);     /* smcrd has it, or nobody will */
 	return sh->offered;
 }
 
-/* A descriptor of this process that names sk, or -1. */
-static int descriptor_of(const struct smcr_sock *sk)
+/* The lowest descriptor that names sk, or -1. */
+static int fd_naming(const struct smcr_sock *sk)
 {
 	for (int fd = smcr_fd_next_sock(0); fd >= 0; fd = smcr_fd_next_sock((unsigned int)fd + 1))
 		if (smcr_fd_sock(fd) == sk)
@@ -310,22 +314,51 @@ static int descriptor_of(const struct smcr_sock *sk)
 	return -1;
 }
 
-/*
- * A server's connection whose exchange has not yet needed the buffer is
- * about to be reachable from another process (fork, SCM_RIGHTS): its
- * state goes to smcrd with the buffer now, so that the other process can
- * carry it on (smcr_sock_adopt).
- */
-static void offer_before_handover(struct smcr_sock *sk)
+/* The descriptor to act on sk by: the number it was known by may be closed, a dup not. */
+static int fd_of(const struct smcr_sock *sk)
 {
-	if (sk->sh->offer_tried || phase_of(sk) > SMCR_SOCK_SETUP)
+	return sk->conn.sock >= 0 ? sk->conn.sock : fd_naming(sk);
+}
+
+/* What a call wants of the exchange it drives. */
+enum exchange_call {
+	CALL_LOOKS,             /* only to go on: reads, polls */
+	CALL_SENDS,             /* to write (smc_setup_want_send) */
+	CALL_LETS_GO,           /* the last close or end: a server answers nothing (smc_setup_let_go) */
+};
+
+static enum smcr_sock_phase settle(struct smcr_sock *sk, int fd, bool may_wait, int cap_ms,
+				   enum exchange_call call);
+
+/*
+ * A connection whose exchange is still open is about to be reachable from
+ * another process (SCM_RIGHTS, exec, spawn; fork, whose child may exec):
+ * its state goes to smcrd with the buffer now, so that the other process
+ * can carry it on (smcr_sock_adopt).  If it cannot (smcrd's budget or
+ * descriptors are full), the other process finds nothing there and takes
+ * the socket for plain TCP, the exchange open: it would read the peer's
+ * CLC as data, and the peer its data as CLC.  So, unless the other
+ * process inherits this view (fork: the child settles before it hands the
+ * socket on), the exchange ends here first, declining, its wait for the
+ * peer bounded as before a sandbox (settle_capped).
+ */
+static void offer_before_handover(struct smcr_sock *sk, bool view_inherited)
+{
+	int fd;
+
+	if (phase_of(sk) > SMCR_SOCK_SETUP)
 		return;
-	smc_conn_lock(&sk->conn);
-	if (sk->conn.sock < 0)  /* its number was closed, a dup lives on: the offer shows one */
-		sk->conn.sock = descriptor_of(sk);
-	if (phase_of(sk) <= SMCR_SOCK_SETUP && !sk->sh->setup.reason)
-		on_offer(sk);
-	smc_conn_unlock(&sk->conn);
+	if (!sk->sh->offer_tried) {
+		smc_conn_lock(&sk->conn);
+		if (sk->conn.sock < 0)  /* its number was closed, a dup lives on: the offer shows one */
+			sk->conn.sock = fd_naming(sk);
+		if (phase_of(sk) <= SMCR_SOCK_SETUP && !sk->sh->setup.reason)
+			on_offer(sk, false);
+		smc_conn_unlock(&sk->conn);
+	}
+	if (!view_inherited && !sk->sh->offered && phase_of(sk) <= SMCR_SOCK_SETUP &&
+	    (fd = fd_of(sk)) >= 0)
+		settle(sk, fd, true, SMC_CLC_WAIT_MS, CALL_LOOKS);
 }
 
 /*
@@ -453,7 +486,7 @@ static enum smcr_reason setup_offers(void *ctx, enum smc_type *type, struct smc_
 	*type = SMC_TYPE_N;
 	if (__atomic_load_n(&confined, __ATOMIC_ACQUIRE))
 		return SMCR_REASON_CONFINED;
-	if (!on_offer(sk))
+	if (!on_offer(sk, true))
 		return sk->sh->offer_failed ? sk->sh->offer_failed : SMCR_REASON_NOSMCDEV;
 	for (int remote_only = 0; remote_only < 2; remote_only++)
 		for (unsigned int t = 0; t < SMCR_TRANSPORTS; t++) {
@@ -871,7 +904,7 @@ void smcr_sock_negotiated(int fd, bool active)
 	sk->state_fd = smcr_sys_fd_aside(state_fd);
 	smcr_sys_fd_keep(&sk->state_fd);
 	if (active)
-		on_offer(sk);
+		on_offer(sk, true);
 	if (!smcr_fd_set_sock(fd, sk))
 		smcr_sock_put(sk, fd);
 }
@@ -1002,7 +1035,7 @@ void smcr_sock_put(struct smcr_sock *sk, int fd)
 void smcr_sock_passing(struct smcr_sock *sk, int count)
 {
 	if (count > 0)
-		offer_before_handover(sk);
+		offer_before_handover(sk, false);
 	atomic_fetch_add(&sk->sh->holders, (unsigned int)count);
 	atomic_fetch_add(&sk->sh->in_flight, (unsigned int)count);
 }
@@ -1119,15 +1152,25 @@ static void walk_outside_lock(const struct walk *w)
 static void offer_taken(struct smcr_sock *sk, const struct walk *w)
 {
 	(void)w;
-	offer_before_handover(sk);
+	offer_before_handover(sk, false);
 }
 
-/* Offers every connection in its exchange for which wanted(sk, round) holds. */
+static void offer_inherited(struct smcr_sock *sk, const struct walk *w)
+{
+	(void)w;
+	offer_before_handover(sk, true);
+}
+
+/*
+ * Offers every connection in its exchange for which wanted(sk, round)
+ * holds, for another process that inherits this one's views or not.
+ */
 static void offer_wanted(unsigned long round, bool (*wanted)(const struct smcr_sock *sk,
-							     unsigned long round))
+							     unsigned long round),
+			 bool views_inherited)
 {
 	walk_outside_lock(&(struct walk){ .kind = WALK_OFFER, .round = round, .wanted = wanted,
-					  .act = offer_taken });
+					  .act = views_inherited ? offer_inherited : offer_taken });
 }
 
 static bool in_exchange(const struct smcr_sock *sk, unsigned long round)
@@ -1141,9 +1184,9 @@ static bool handed_this_round(const struct smcr_sock *sk, unsigned long round)
 	return sk->handed_call == round && phase_of(sk) <= SMCR_SOCK_SETUP;
 }
 
-void smcr_sock_offer_all(void)
+void smcr_sock_offer_all(bool views_inherited)
 {
-	offer_wanted(walk_round(), in_exchange);
+	offer_wanted(walk_round(), in_exchange, views_inherited);
 }
 
 /*
@@ -1168,7 +1211,7 @@ static void offer_handed(const int *fds, unsigned int n)
 				sk->handed_call = round;
 	}
 	pthread_mutex_unlock(&all_lock);
-	offer_wanted(round, handed_this_round);
+	offer_wanted(round, handed_this_round, false);
 }
 
 /* Under all_lock: the holds in h are in flight, this image's own among them if h->own. */
@@ -1475,13 +1518,6 @@ static void note_declined(struct smcr_sock *sk, int fd)
 	atomic_store(&sk->sh->writes_tcp, true);
 }
 
-/* What a call wants of the exchange it drives. */
-enum exchange_call {
-	CALL_LOOKS,             /* only to go on: reads, polls */
-	CALL_SENDS,             /* to write (smc_setup_want_send) */
-	CALL_LETS_GO,           /* the last close or end: a server answers nothing (smc_setup_let_go) */
-};
-
 /*
  * One step of sk's CLC exchange on fd, under the connection's lock and
  * without waiting: begun if it was not, taken as far as the messages that
@@ -1685,21 +1721,6 @@ int smcr_sock_want_send(struct smcr_sock *sk)
 	left = phase_of(sk) == SMCR_SOCK_SETUP ? smc_setup_want_send(&sk->sh->setup) : -1;
 	smc_conn_unlock(&sk->conn);
 	return left;
-}
-
-/* The lowest descriptor that names sk, or -1. */
-static int fd_naming(const struct smcr_sock *sk)
-{
-	for (int fd = smcr_fd_next_sock(0); fd >= 0; fd = smcr_fd_next_sock((unsigned int)fd + 1))
-		if (smcr_fd_sock(fd) == sk)
-			return fd;
-	return -1;
-}
-
-/* The descriptor to act on sk by: the number it was known by may be closed, a dup not. */
-static int fd_of(const struct smcr_sock *sk)
-{
-	return sk->conn.sock >= 0 ? sk->conn.sock : fd_naming(sk);
 }
 
 static void settle_capped(struct smcr_sock *sk, const struct walk *w)

@@ -15,7 +15,13 @@
 #    transport again.
 #  - smcrd's open-file limit at OFFER_NOFILE, half of which may hold offers
 #    (one per connection end, four descriptors each: shm_broker.c); the
-#    others fall back with SMCRDFULL at the end refused.
+#    others fall back with SMCRDFULL at the end refused.  Here the server
+#    hands each connection to a worker process (SCM_RIGHTS) before any I/O,
+#    and the offers are odd in number: at the first connection that does
+#    not fit, the client's offer is taken and the server's, made as it hands
+#    the connection over, is refused.  The server must then decline before
+#    the connection goes, or the worker, finding no offer, would read the
+#    client's CLC as data.
 . "$(dirname "$0")/lib.sh"
 CONNS=5
 LIMIT=$((2 * 1024 * 1024))
@@ -51,7 +57,8 @@ EOF
 # closes them: close_all) and the server running ($SRV).
 fill() {
 	local name=$1 fit reason=$3 n rmb
-	start_bg server smcr "$PY" "$SRC/tests/integration/echo_server.py" "$TEST_ADDR" 19401
+	start_bg server smcr "$PY" "$SRC/tests/integration/echo_server.py" "$TEST_ADDR" 19401 \
+		"${SERVER_MODE[@]}"
 	SRV=$LAST_PID
 	wait_listen 19401 "$SRV"
 	rm -f "$WORK/hold"
@@ -82,15 +89,18 @@ fill() {
 	expect_fallbacks "$name" "$(stats_counter connections.fallbacks)" $((2 * (CONNS - fit)))
 }
 
-# close_all NAME: the client closes its connections and exits; all memory comes back.
+# close_all NAME: the client closes its connections and exits; all memory
+# comes back.  The fifo opened read-write: a client already gone (it failed)
+# leaves no reader, and a write-only open would wait for one.
 close_all() {
-	echo > "$WORK/hold"
+	echo 1<> "$WORK/hold"
 	wait "$CLI"
 	expect_eq "$1: client exit status" "$?" 0
 	memory_back "$1: memory in use once the client closed them (server still up)"
 }
 
 fit_memory() { echo $((LIMIT / (2 * PER_END))); }
+SERVER_MODE=()
 start_smcrd 19401 2
 allow_log "no rdma for the connection: Cannot allocate memory"     # max_memory reached, on purpose
 fill "max_memory $LIMIT" fit_memory MEM
@@ -101,9 +111,11 @@ expect_eq "a new connection on $TEST_TRANSPORT" "$(transport_counter clients)" $
 stop_bg "$SRV"
 stop_bg "$SMCRD_PID"
 
-# smcrd with OFFER_NOFILE descriptors: OFFER_NOFILE / 2 / 4 offers, two per
-# connection; the other half is more than smcrd needs for itself (about 30)
-OFFER_NOFILE=96
+# smcrd with OFFER_NOFILE descriptors: OFFER_NOFILE / 2 / 4 offers (13),
+# two per connection; the other half is more than smcrd needs for itself
+# (about 30).  The server passes each connection to its worker.
+OFFER_NOFILE=104
+SERVER_MODE=(pass)
 CONNS=8
 fit_offers() { echo $((OFFER_NOFILE / 2 / 4 / 2)); }
 SMCRD=(prlimit --nofile=$OFFER_NOFILE:$OFFER_NOFILE "${SMCRD[@]}")
