@@ -314,21 +314,7 @@ static int fd_naming(const struct smcr_sock *sk)
 	return -1;
 }
 
-/* The descriptor to act on sk by: the number it was known by may be closed, a dup not. */
-static int fd_of(const struct smcr_sock *sk)
-{
-	return sk->conn.sock >= 0 ? sk->conn.sock : fd_naming(sk);
-}
-
-/* What a call wants of the exchange it drives. */
-enum exchange_call {
-	CALL_LOOKS,             /* only to go on: reads, polls */
-	CALL_SENDS,             /* to write (smc_setup_want_send) */
-	CALL_LETS_GO,           /* the last close or end: a server answers nothing (smc_setup_let_go) */
-};
-
-static enum smcr_sock_phase settle(struct smcr_sock *sk, int fd, bool may_wait, int cap_ms,
-				   enum exchange_call call);
+static void settle_now(struct smcr_sock *sk);
 
 /*
  * A connection whose exchange is still open is about to be reachable from
@@ -340,12 +326,10 @@ static enum smcr_sock_phase settle(struct smcr_sock *sk, int fd, bool may_wait, 
  * CLC as data, and the peer its data as CLC.  So, unless the other
  * process inherits this view (fork: the child settles before it hands the
  * socket on), the exchange ends here first, declining, its wait for the
- * peer bounded as before a sandbox (settle_capped).
+ * peer bounded as before a sandbox (settle_now).
  */
 static void offer_before_handover(struct smcr_sock *sk, bool view_inherited)
 {
-	int fd;
-
 	if (phase_of(sk) > SMCR_SOCK_SETUP)
 		return;
 	if (!sk->sh->offer_tried) {
@@ -356,9 +340,8 @@ static void offer_before_handover(struct smcr_sock *sk, bool view_inherited)
 			on_offer(sk, false);
 		smc_conn_unlock(&sk->conn);
 	}
-	if (!view_inherited && !sk->sh->offered && phase_of(sk) <= SMCR_SOCK_SETUP &&
-	    (fd = fd_of(sk)) >= 0)
-		settle(sk, fd, true, SMC_CLC_WAIT_MS, CALL_LOOKS);
+	if (!view_inherited && !sk->sh->offered)
+		settle_now(sk);
 }
 
 /*
@@ -1108,6 +1091,7 @@ struct walk {
 	void (*act)(struct smcr_sock *sk, const struct walk *w);
 	enum smcr_reason reason;        /* a leave's */
 	bool incomplete_only;           /* a leave's: only views that cannot be completed */
+	bool views_inherited;           /* an offer's: the other process inherits our views (fork) */
 	bool lock_tried;                /* all_lock only tried: the caller may interrupt its holder */
 };
 
@@ -1151,14 +1135,7 @@ static void walk_outside_lock(const struct walk *w)
 
 static void offer_taken(struct smcr_sock *sk, const struct walk *w)
 {
-	(void)w;
-	offer_before_handover(sk, false);
-}
-
-static void offer_inherited(struct smcr_sock *sk, const struct walk *w)
-{
-	(void)w;
-	offer_before_handover(sk, true);
+	offer_before_handover(sk, w->views_inherited);
 }
 
 /*
@@ -1170,7 +1147,7 @@ static void offer_wanted(unsigned long round, bool (*wanted)(const struct smcr_s
 			 bool views_inherited)
 {
 	walk_outside_lock(&(struct walk){ .kind = WALK_OFFER, .round = round, .wanted = wanted,
-					  .act = views_inherited ? offer_inherited : offer_taken });
+					  .act = offer_taken, .views_inherited = views_inherited });
 }
 
 static bool in_exchange(const struct smcr_sock *sk, unsigned long round)
@@ -1518,6 +1495,13 @@ static void note_declined(struct smcr_sock *sk, int fd)
 	atomic_store(&sk->sh->writes_tcp, true);
 }
 
+/* What a call wants of the exchange it drives. */
+enum exchange_call {
+	CALL_LOOKS,             /* only to go on: reads, polls */
+	CALL_SENDS,             /* to write (smc_setup_want_send) */
+	CALL_LETS_GO,           /* the last close or end: a server answers nothing (smc_setup_let_go) */
+};
+
 /*
  * One step of sk's CLC exchange on fd, under the connection's lock and
  * without waiting: begun if it was not, taken as far as the messages that
@@ -1723,13 +1707,28 @@ int smcr_sock_want_send(struct smcr_sock *sk)
 	return left;
 }
 
-static void settle_capped(struct smcr_sock *sk, const struct walk *w)
+/* The descriptor to act on sk by: the number it was known by may be closed, a dup not. */
+static int fd_of(const struct smcr_sock *sk)
+{
+	return sk->conn.sock >= 0 ? sk->conn.sock : fd_naming(sk);
+}
+
+/*
+ * sk's exchange, if still open, ended now, waiting up to SMC_CLC_WAIT_MS
+ * for the peer: a sandbox, or another process, is about to take over.
+ */
+static void settle_now(struct smcr_sock *sk)
 {
 	int fd = fd_of(sk);
 
-	(void)w;
 	if (phase_of(sk) <= SMCR_SOCK_SETUP && fd >= 0)
 		settle(sk, fd, true, SMC_CLC_WAIT_MS, CALL_LOOKS);
+}
+
+static void settle_capped(struct smcr_sock *sk, const struct walk *w)
+{
+	(void)w;
+	settle_now(sk);
 }
 
 /*
