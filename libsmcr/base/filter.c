@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <linux/audit.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -260,4 +261,11 @@ bool smcr_filter_permits_sockopts(int fd, const int *opts, int n)
 bool smcr_filter_permits(long nr, const uint64_t args[6])
 {
 	return !smcr_filter_any() || smcr_filter_permits_with(NULL, nr, args);
+}
+
+bool smcr_filter_permits_lock_waits(void)
+{
+	const uint64_t wait[6] = { 0, FUTEX_WAIT_PRIVATE }, wake[6] = { 0, FUTEX_WAKE_PRIVATE };
+
+	return smcr_filter_permits(SYS_futex, wait) && smcr_filter_permits(SYS_futex, wake);
 }

@@ -54,6 +54,13 @@ bool smcr_filter_any(void);
 /* Whether every filter installed allows system call nr with args (unused: 0). */
 bool smcr_filter_permits(long nr, const uint64_t args[6]);
 
+/*
+ * Whether a thread may wait for a pthread lock another thread holds, and
+ * wake one that waits for its own: the futex calls (private FUTEX_WAIT and
+ * FUTEX_WAKE) that the C library makes only when a lock is contended.
+ */
+bool smcr_filter_permits_lock_waits(void);
+
 /* Whether getsockopt(fd, SOL_SOCKET, opt) is allowed for each of the n opts. */
 bool smcr_filter_permits_sockopts(int fd, const int *opts, int n);
 

@@ -144,8 +144,10 @@ static void filters_stack(void **state)
 	(void)state;
 	assert_false(smcr_filter_any());
 	assert_true(smcr_filter_permits(SYS_ppoll, none));
+	assert_true(smcr_filter_permits_lock_waits());
 	assert_true(smcr_filter_installed(&first));
 	assert_true(smcr_filter_any());
+	assert_false(smcr_filter_permits_lock_waits());     /* read and write only: no futex */
 	assert_true(smcr_filter_permits(SYS_write, none));
 	assert_true(smcr_filter_permits(SYS_recvfrom, peek));
 	assert_false(smcr_filter_permits(SYS_recvfrom, none));

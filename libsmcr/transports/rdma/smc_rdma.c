@@ -13,8 +13,9 @@
  * delivers it after the WRITEs.
  *
  * Receiving: the link's thread (or a spinning waiter) hands each CDC to
- * its connection's mailbox, which keeps the latest one, as smc_shm.c's
- * does and for the same reasons (a CDC states the whole state).
+ * its connection's mailbox (smc_mbox.h), which keeps the latest one, as
+ * smc_shm.c's does and for the same reasons (a CDC states the whole
+ * state), and which a reader copies without waiting for the writer.
  *
  * Waking, as smc_shm.c: spin (polling the CQ ourselves), then sleep
  * (`waiting`: on the device's completion channel and our sleep_fd, see
@@ -42,6 +43,7 @@
 #include <unistd.h>
 
 #include "real.h"
+#include "smc_mbox.h"
 #include "smc_rdma.h"
 #include "smc_rdma_link.h"
 #include "smc_wake.h"
@@ -74,10 +76,8 @@ struct rdma_conn {
 	struct smc_rdma_write pending[SMC_RDMA_POST_MAX];	/* to go with the next CDC */
 	unsigned int npending;
 
-	pthread_mutex_t mbox_lock;
-	uint8_t mbox[SMC_CDC_MSG_LEN];		/* the latest CDC delivered */
-	_Atomic uint32_t mbox_seq;		/* +1 per CDC delivered */
-	uint32_t fetched;			/* mbox_seq of the last one fetched */
+	struct smc_mbox mbox;			/* the latest CDC delivered */
+	uint32_t fetched;			/* the mailbox's seq of the last one fetched */
 	_Atomic bool down;			/* the link failed */
 	bool forgotten;				/* a fork's child: the link is its parent's */
 	_Atomic uint32_t wakes, wakes_seen;	/* as smc_shm.c */
@@ -106,10 +106,7 @@ static void deliver(struct smc_rdma_endpoint *ep, const uint8_t msg[SMC_CDC_MSG_
 {
 	struct rdma_conn *rc = (struct rdma_conn *)ep;
 
-	pthread_mutex_lock(&rc->mbox_lock);
-	memcpy(rc->mbox, msg, SMC_CDC_MSG_LEN);
-	atomic_fetch_add_explicit(&rc->mbox_seq, 1, memory_order_release);
-	pthread_mutex_unlock(&rc->mbox_lock);
+	smc_mbox_write(&rc->mbox, msg);	/* under the link's cq_lock: one writer */
 	wake_waiters(rc);
 }
 
@@ -203,7 +200,6 @@ static int rdma_create_rmb(struct smc_conn *conn, unsigned int size_class, int m
 	if (!rc->rmb || !rc->staging || rc->wake_fd < 0 || rc->sleep_fd < 0)
 		goto fail;
 	rc->size_class = size_class;
-	pthread_mutex_init(&rc->mbox_lock, NULL);
 	/* an epoll loop with wake_fd in its set may sleep before any call of ours */
 	atomic_store(&rc->armed, 1);
 	conn->priv = rc;
@@ -439,8 +435,7 @@ static uint32_t rdma_events(struct smc_conn *conn)
 {
 	struct rdma_conn *rc = priv(conn);
 
-	return atomic_load_explicit(&rc->mbox_seq, memory_order_acquire) +
-	       atomic_load_explicit(&rc->wakes, memory_order_acquire);
+	return smc_mbox_seq(&rc->mbox) + atomic_load_explicit(&rc->wakes, memory_order_acquire);
 }
 
 /* About to sleep: whatever arrives from now on raises a CQ event (smc_rdma_link_arm_any). */
@@ -453,24 +448,16 @@ static void poll_link_before_sleep(struct rdma_conn *rc)
 static int rdma_recv_cdc(struct smc_conn *conn, uint8_t msg[SMC_CDC_MSG_LEN])
 {
 	struct rdma_conn *rc = priv(conn);
-	uint32_t seq = atomic_load_explicit(&rc->mbox_seq, memory_order_acquire);
 
 	/*
 	 * An unsolicited CDC waits in the CQ for whoever polls it; the poll
 	 * waits for one in progress, so that what came is seen (a caller that
 	 * saw the TCP end must see the close CDC that came before it).
 	 */
-	if (seq == rc->fetched && rc->link) {
+	if (smc_mbox_seq(&rc->mbox) == rc->fetched && rc->link)
 		smc_rdma_link_drain(rc->link);
-		seq = atomic_load_explicit(&rc->mbox_seq, memory_order_acquire);
-	}
-	if (seq != rc->fetched) {
-		pthread_mutex_lock(&rc->mbox_lock);
-		memcpy(msg, rc->mbox, SMC_CDC_MSG_LEN);
-		rc->fetched = atomic_load_explicit(&rc->mbox_seq, memory_order_relaxed);
-		pthread_mutex_unlock(&rc->mbox_lock);
+	if (smc_mbox_read(&rc->mbox, &rc->fetched, msg))
 		return 1;
-	}
 	if (!atomic_load(&rc->down))
 		return 0;
 	/* A fork's child that never had the link gets what the peer said, and no more. */
@@ -634,14 +621,14 @@ static void rdma_wake(struct smc_conn *conn)
  */
 static bool peer_may_write(struct rdma_conn *rc)
 {
+	uint8_t msg[SMC_CDC_MSG_LEN];
 	struct smc_cdc cdc = { 0 };
+	uint32_t none = 0;
 
 	if (!rc->link || atomic_load(&rc->down))
 		return false;
-	pthread_mutex_lock(&rc->mbox_lock);
-	if (atomic_load_explicit(&rc->mbox_seq, memory_order_relaxed))
-		smc_cdc_decode(rc->mbox, SMC_CDC_MSG_LEN, &cdc);	/* the link decoded it */
-	pthread_mutex_unlock(&rc->mbox_lock);
+	if (smc_mbox_read(&rc->mbox, &none, msg))
+		smc_cdc_decode(msg, SMC_CDC_MSG_LEN, &cdc);	/* the link decoded it */
 	return !(cdc.conn_state_flags & SMC_RDMA_PEER_STOPPED);
 }
 
@@ -661,7 +648,6 @@ static void rdma_release(struct smc_conn *conn)
 		smc_rdma_link_put(rc->link);
 	smcr_sys_close_kept(&rc->wake_fd);
 	smcr_sys_close_kept(&rc->sleep_fd);
-	pthread_mutex_destroy(&rc->mbox_lock);
 	free(rc);
 	conn->priv = NULL;
 	conn->rmb = NULL;
@@ -682,7 +668,7 @@ static bool rdma_await_peer(struct smc_conn *conn)
 
 	while (rc->link && !atomic_load(&rc->down)) {
 		smc_rdma_link_drain(rc->link);
-		if (atomic_load_explicit(&rc->mbox_seq, memory_order_acquire) != rc->fetched)
+		if (smc_mbox_seq(&rc->mbox) != rc->fetched)
 			return true;
 		if (smc_clock_ns() >= end)
 			break;

@@ -27,7 +27,9 @@
  * alone, locks included.
  *
  * Locks, in order: a link's cq_lock, then its lock or smc_rdma.lock (never
- * both).
+ * both).  The poller thread only ever tries cq_lock (smc_rdma_link_poll),
+ * so that a thread that may not wait in futex can take it too
+ * (smc_rdma_link_drain).
  */
 #include <errno.h>
 #include <sched.h>
@@ -40,6 +42,7 @@
 #include "log.h"
 #include "real.h"
 #include "smc_rdma_priv.h"
+#include "spin.h"
 #include "sys.h"
 
 #define RECV_BUF_LEN	64		/* a CDC is 44 bytes */
@@ -464,11 +467,40 @@ void smc_rdma_link_poll(struct smc_rdma_link *link)
 	}
 }
 
+/*
+ * Tries of cq_lock, each after a pause, before a thread that may not wait
+ * for it gives up: tens of milliseconds, time for a holder that was
+ * preempted to run again.  Counted, not timed: a clock read may be a
+ * system call the filter forbids too.
+ */
+#define CQ_LOCK_TRIES (1u << 20)
+
+/*
+ * Takes cq_lock, waiting for a poll in progress to end.  A thread whose
+ * seccomp filter forbids futex (a process that left SMC as it sandboxed
+ * itself still reads its mailbox: smc_leave.h) must not sleep on it, so
+ * it tries instead; and its unlock wakes nobody, since the poller only
+ * ever tries cq_lock.  False if the holder kept it past CQ_LOCK_TRIES: it
+ * delivers what it polls.
+ */
+static bool cq_lock_wait(struct smc_rdma_link *link)
+{
+	if (smcr_filter_permits_lock_waits()) {
+		pthread_mutex_lock(&link->cq_lock);
+		return true;
+	}
+	for (unsigned int tries = 0; tries < CQ_LOCK_TRIES; tries++) {
+		if (pthread_mutex_trylock(&link->cq_lock) == 0)
+			return true;
+		smcr_cpu_relax();
+	}
+	return false;
+}
+
 void smc_rdma_link_drain(struct smc_rdma_link *link)
 {
-	if (smc_rdma_foreign(link->gen))
+	if (smc_rdma_foreign(link->gen) || !cq_lock_wait(link))
 		return;
-	pthread_mutex_lock(&link->cq_lock);
 	link_poll_locked(link);
 	pthread_mutex_unlock(&link->cq_lock);
 }

@@ -16,10 +16,9 @@
  * area are mapped read-write, ours likewise by the peer.  Nothing read from
  * shared memory is trusted beyond what the receive path validates.
  *
- * The mailbox holds one CDC, the latest: a seqlock (seq odd while the peer
- * writes, +2 per message) around the 44 encoded bytes.  A newer CDC
- * replaces one not yet fetched, and that loses nothing, because a CDC says
- * what the state is, not what changed:
+ * The mailbox holds one CDC, the latest (smc_mbox.h, a seqlock).  A newer
+ * CDC replaces one not yet fetched, and that loses nothing, because a CDC
+ * says what the state is, not what changed:
  *  - cursors are positions, and the newer ones include the older moves;
  *  - connection state flags, once sent, are in every later CDC;
  *  - write_blocked and cons_curs_upd_req say what the sender wants now: a
@@ -94,6 +93,7 @@
 #include "log.h"
 #include "real.h"
 #include "shm_broker_client.h"
+#include "smc_mbox.h"
 #include "smc_shm.h"
 #include "smc_wake.h"
 #include "spin.h"
@@ -102,19 +102,13 @@
 #define SHM_MAGIC	0x534d435253484d31ull	/* "SMCRSHM1" */
 #define SHM_LINE	128			/* a cache line pair */
 #define SHM_CTL_SIZE	SMCR_SHM_CTL_BYTES	/* the ring starts on the next page */
-#define MBOX_WORDS	((SMC_CDC_MSG_LEN + 7) / 8)
-
-struct shm_mbox {
-	_Atomic uint32_t seq;
-	_Atomic uint64_t msg[MBOX_WORDS];	/* the encoded CDC, zero-padded */
-};
 
 struct shm_ctl {
 	alignas(SHM_LINE) struct {
 		uint64_t magic;
 		uint32_t rmb_size;
 	} hdr;
-	alignas(SHM_LINE) struct shm_mbox mbox;
+	alignas(SHM_LINE) struct smc_mbox mbox;
 	alignas(SHM_LINE) _Atomic uint32_t waiting;	/* 1: FUTEX_WAKE it */
 	_Atomic uint32_t armed;				/* 1: send on our channel */
 	_Atomic uint32_t cpu;				/* smcr_spin_cpu_tag() as we last
@@ -316,65 +310,25 @@ static int shm_read_back(struct smc_conn *conn, uint32_t off, void *dst, uint32_
 static int shm_send_cdc(struct smc_conn *conn, const uint8_t msg[SMC_CDC_MSG_LEN])
 {
 	struct shm *shm = conn->priv;
-	struct shm_mbox *mbox = &shm->peer_ctl->mbox;
-	uint64_t words[MBOX_WORDS] = { 0 };
-	uint32_t seq = atomic_load_explicit(&mbox->seq, memory_order_relaxed);
 
-	memcpy(words, msg, SMC_CDC_MSG_LEN);
-	/* a peer that scribbled an odd seq gets an even one back */
-	seq &= ~1u;
-	atomic_store_explicit(&mbox->seq, seq + 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
-	for (unsigned int i = 0; i < MBOX_WORDS; i++)
-		atomic_store_explicit(&mbox->msg[i], words[i], memory_order_relaxed);
-	atomic_store_explicit(&mbox->seq, seq + 2, memory_order_release);
+	smc_mbox_write(&shm->peer_ctl->mbox, msg);
 	publish_cpu(shm);
 	wake_side(shm->peer_ctl, smcr_sys_kept(&shm->peer_wake_tx));
 	return 0;
 }
 
-/*
- * Reads of the mailbox that a write tore, in one fetch, before it is left
- * for the next: a peer that rewrites seq without end must not hold us
- * here (and the connection lock with us).  Giving up says "nothing new
- * yet", not a protocol error: a legitimate peer's writes may tear many
- * reads in a row on a busy host (a reader preempted mid-read), and each
- * torn read saw seq move past the caller's events() snapshot, so a caller
- * about to wait does not sleep: it releases the lock and fetches again.  A
- * hostile peer so keeps us only as busy as sending CDCs without pause
- * would.
- */
-#define MBOX_READ_TRIES 64
-
 static int shm_recv_cdc(struct smc_conn *conn, uint8_t msg[SMC_CDC_MSG_LEN])
 {
 	struct shm *shm = conn->priv;
-	struct shm_mbox *mbox = &shm->ctl->mbox;
-	uint64_t words[MBOX_WORDS];
 
-	for (unsigned int tries = 0; tries < MBOX_READ_TRIES; tries++) {
-		uint32_t seq = atomic_load_explicit(&mbox->seq, memory_order_acquire);
-
-		/* an odd seq: the peer is mid-write; its last store moves events() */
-		if (seq == conn->st->cdc_fetched || (seq & 1))
-			return 0;
-		for (unsigned int i = 0; i < MBOX_WORDS; i++)
-			words[i] = atomic_load_explicit(&mbox->msg[i], memory_order_relaxed);
-		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(&mbox->seq, memory_order_relaxed) == seq) {
-			conn->st->cdc_fetched = seq;
-			memcpy(msg, words, SMC_CDC_MSG_LEN);
-			return 1;
-		}
-	}
-	return 0;
+	return smc_mbox_read(&shm->ctl->mbox, &conn->st->cdc_fetched, msg);
 }
 
 static uint32_t shm_events(struct smc_conn *conn)
 {
 	struct shm *shm = conn->priv;
 
-	return atomic_load_explicit(&shm->ctl->mbox.seq, memory_order_acquire) +
+	return smc_mbox_seq(&shm->ctl->mbox) +
 	       atomic_load_explicit(&shm->wakes, memory_order_acquire);
 }
 
