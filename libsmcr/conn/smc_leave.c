@@ -103,6 +103,16 @@ static int leave_read(struct smc_conn *conn, uint8_t msg[SMC_LEAVE_MSG_LEN])
 	return -EAGAIN;
 }
 
+/*
+ * The reply is over: after rmb_first, which it publishes to the readers
+ * without the lock (smc_leave_reads_ours), who must not see the one
+ * without the other.
+ */
+static void reply_over(struct smc_conn *conn)
+{
+	__atomic_store_n(&conn->st->reply_taken, true, __ATOMIC_RELEASE);
+}
+
 int smc_leave_send(struct smc_conn *conn, uint32_t reason, bool whole)
 {
 	/* an answer only to a view that can read its RMB, were the reply a crossing LEAVE */
@@ -129,7 +139,7 @@ int smc_leave_send(struct smc_conn *conn, uint32_t reason, bool whole)
 	}
 	conn->st->local_state |= SMC_CDC_PEER_LEAVING;
 	if (!whole) {                   /* the peer finds LEAVE on the stream alone */
-		conn->st->reply_taken = true;   /* and answers nothing */
+		reply_over(conn);       /* and answers nothing */
 		return 0;
 	}
 	rc = smc_conn_cdc_send(conn);   /* announces tx_prep, LEAVE's producer cursor */
@@ -375,9 +385,9 @@ int smc_leave_reply(struct smc_conn *conn, int flags, bool whole, bool may_wait)
 		return -errno;
 	/* ended, or reset by a close that left our LEAVE unread: its last read is an end */
 	if (n <= 0 && got == 0) {
-		conn->st->reply_taken = true;
 		if (whole && peer_closed(conn, may_wait))
 			conn->st->rmb_first = true;
+		reply_over(conn);
 		return 0;
 	}
 	if (n == 0)
@@ -386,7 +396,7 @@ int smc_leave_reply(struct smc_conn *conn, int flags, bool whole, bool may_wait)
 	if (conn->st->reply_got < sizeof(conn->st->reply))
 		return -EAGAIN;
 	rc = reply_apply(conn, whole, may_wait);
-	conn->st->reply_taken = true;   /* once: a failure fails the connection */
+	reply_over(conn);       /* once: a failure fails the connection */
 	if (rc) {
 		smcr_log(SMCR_LOG_WARN, "fd %d: the peer's reply to our leaving for TCP does not "
 			 "fit: %s: connection reset", conn->sock, strerror(-rc));

@@ -115,7 +115,7 @@ static inline bool smc_leave_reply_due(const struct smc_conn *conn)
 {
 	return (__atomic_load_n(&conn->st->local_state, __ATOMIC_RELAXED) &
 		SMC_CDC_PEER_LEAVING) &&
-	       !__atomic_load_n(&conn->st->reply_taken, __ATOMIC_RELAXED);
+	       !__atomic_load_n(&conn->st->reply_taken, __ATOMIC_ACQUIRE);
 }
 
 /*

@@ -15,10 +15,11 @@
  *   SMC    the TCP socket, edge-triggered IN|RDHUP (its end means the peer
  *          is gone; bytes on it, that it left for TCP: conn/smc_leave.h),
  *          and the connection's wake descriptor, edge-triggered IN
- *   RESET  the TCP socket, edge-triggered: the CLC exchange failed (or
- *          both ends left SMC at once and our RMB is not read out yet:
- *          smcr_sock_left_rmb_unread; a member handed back meanwhile
- *          stays the kernel's)
+ *   RESET  the TCP socket, edge-triggered: the CLC exchange failed, or
+ *          this end left SMC and its reads are still ours: the peer's
+ *          reply to its LEAVE is to come on the socket, or both ends left
+ *          at once and our RMB is not read out yet
+ *          (smcr_sock_left_reads_ours)
  *   NESTED another instance of ours (an epoll descriptor), edge-triggered
  *          IN: it got news in the kernel
  * and a member whose connection stays on TCP is handed back: the kernel
@@ -38,11 +39,12 @@
  * re-armed with EPOLL_CTL_MOD), and only when nothing is ready spins a
  * while, arms every (hot, below) SMC member and sleeps in the kernel.  An edge-triggered
  * (EPOLLET) member is looked at again only when its connection's events()
- * number moved since it was last looked at (a CDC came, or a local change):
- * like the kernel's wake-up callback, an edge may repeat what is already
- * known, but an application that leaves data unread sleeps until more
- * comes instead of being told again and again.  EPOLLEXCLUSIVE goes on the
- * wake descriptor, so that one write of it wakes one of the waiters.
+ * number moved since it was last looked at (a CDC came, or a local change;
+ * in RESET, the kernel's edge on its socket): like the kernel's wake-up
+ * callback, an edge may repeat what is already known, but an application
+ * that leaves data unread sleeps until more comes instead of being told
+ * again and again.  EPOLLEXCLUSIVE goes on the wake descriptor, so that
+ * one write of it wakes one of the waiters.
  *
  * Each instance has its own lock, held while it is looked at and never
  * while sleeping.  The list of instances has another, taken first.
@@ -978,6 +980,9 @@ static int collect(struct smcr_epoll *ep, struct epoll_event *out, int k, int ma
 			break;
 		case REG_NESTED:
 			m->signalled = true;
+			break;
+		case REG_RESET:
+			m->edge_seen = false;   /* the reply to our LEAVE came, say: a look */
 			break;
 		default:
 			break;

@@ -40,8 +40,10 @@
 /*
  * W_RESET: a connection whose CLC exchange reset it, ready for every call
  * at once; it may have no transport left to sleep on.  Also one that left
- * SMC at the moment its peer did, while its RMB still holds bytes of the
- * peer's: readable at once (smcr_sock_left_rmb_unread).
+ * SMC while its reads are still ours (smcr_sock_left_reads_ours): its TCP
+ * socket is slept on, since the peer's reply comes there, and
+ * smcr_sock_poll tells what is readable once the reply is taken (bytes of
+ * the peer's in our RMB, at once).
  */
 enum watch { W_PLAIN, W_DRIVE, W_SMC, W_RESET, W_NESTED };
 
@@ -151,7 +153,7 @@ static int poll_once(struct pollfd *fds, nfds_t nfds, struct pollfd *k, uint8_t 
 			k[nk++] = (struct pollfd){ .fd = fd, .events = POLLIN | POLLRDHUP };
 			break;
 		case W_RESET:
-			k[nk++] = (struct pollfd){ .fd = fd };
+			k[nk++] = (struct pollfd){ .fd = fd, .events = fds[i].events };
 			break;
 		case W_NESTED:
 			/* readable in the kernel when an armed connection of it has news */

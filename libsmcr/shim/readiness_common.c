@@ -21,8 +21,8 @@ enum regime smcr_regime_of(int fd)
 			return REG_SMC;
 		case SMCR_SOCK_RESET:
 			return REG_RESET;
-		case SMCR_SOCK_TCP:     /* ready at once while our RMB holds the peer's bytes */
-			return smcr_sock_left_rmb_unread(sk) ? REG_RESET : REG_PLAIN;
+		case SMCR_SOCK_TCP:     /* ours until our leave is over (smcr_sock_left_reads_ours) */
+			return smcr_sock_left_reads_ours(sk) ? REG_RESET : REG_PLAIN;
 		default:
 			return REG_WATCH;
 		}

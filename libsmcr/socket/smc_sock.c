@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <unistd.h>
@@ -481,12 +482,24 @@ void smcr_sock_setsockopt(struct smcr_sock *sk, int level, int name, const void 
 
 /* ---- readiness ---- */
 
-/* What of events (and errors) the TCP socket fd reports now, asked of the kernel. */
+/* Whether this process may ask the kernel how a socket is: a seccomp filter may forbid it. */
+static bool may_ask_kernel(void)
+{
+	static const uint64_t no_args[6];
+
+	return smcr_filter_permits(SYS_ppoll, no_args);
+}
+
+/*
+ * What of events (and errors) the TCP socket fd reports now, asked of the
+ * kernel; nothing where that is forbidden.
+ */
 static unsigned int tcp_events(int fd, short events)
 {
 	struct pollfd p = { .fd = fd, .events = events };
 	int saved_errno = errno;
-	unsigned int mask = smcr_sys_poll(&p, 1, 0) == 1 ? (unsigned int)p.revents : 0;
+	unsigned int mask = may_ask_kernel() && smcr_sys_poll(&p, 1, 0) == 1 ?
+				    (unsigned int)p.revents : 0;
 
 	errno = saved_errno;
 	return mask & ((unsigned short)events | POLLERR | POLLHUP);
@@ -538,6 +551,7 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 	case SMCR_SOCK_SMC:
 		break;
 	case SMCR_SOCK_TCP:     /* left SMC mid-stream (conn/smc_leave.h) */
+		smcr_sock_reply_drain(sk);      /* not data, nor to be read as such */
 		return tcp_events(conn->sock, TCP_POLL_EVENTS) |
 		       (smc_leave_rmb_unread(conn) ? POLLIN | POLLRDNORM : 0);
 	default:
@@ -561,9 +575,10 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 	return mask;
 }
 
-bool smcr_sock_left_rmb_unread(struct smcr_sock *sk)
+bool smcr_sock_left_reads_ours(struct smcr_sock *sk)
 {
-	return smc_leave_rmb_unread(&sk->conn);
+	return smc_leave_rmb_unread(&sk->conn) ||
+	       (smc_leave_reply_due(&sk->conn) && may_ask_kernel());
 }
 
 uint32_t smcr_sock_events(struct smcr_sock *sk)

@@ -254,10 +254,16 @@ void smcr_sock_setsockopt(struct smcr_sock *sk, int level, int name, const void 
  */
 unsigned int smcr_sock_poll(struct smcr_sock *sk);
 /*
- * Both ends left SMC at once, and bytes of the peer's still wait in our
- * RMB (conn/smc_leave.h): readable at once, whatever the kernel says.
+ * This end left SMC and its reads still go through libsmcr
+ * (conn/smc_leave.h): the peer's reply is to come on the stream, or
+ * (both ends left at once) bytes of the peer's still wait in our RMB.
+ * Its readiness is smcr_sock_poll's until then: the reply is no data, and
+ * what waits in the RMB is readable whatever the kernel says.  Not for the
+ * reply in a process whose seccomp filter forbids asking the kernel
+ * (ppoll): the kernel tells of the reply as of data there, and a read
+ * takes it.
  */
-bool smcr_sock_left_rmb_unread(struct smcr_sock *sk);
+bool smcr_sock_left_reads_ours(struct smcr_sock *sk);
 uint32_t smcr_sock_events(struct smcr_sock *sk);
 void smcr_sock_collect(struct smcr_sock *sk);
 struct smcr_spin_how smcr_sock_spin_how(struct smcr_sock *sk);

@@ -82,6 +82,12 @@ static inline enum smcr_sock_phase phase_of(const struct smcr_sock *sk)
 }
 
 /*
+ * This end left SMC and the peer's reply to its LEAVE is due: takes what
+ * came of it, without waiting (smc_sock_view.c).
+ */
+void smcr_sock_reply_drain(struct smcr_sock *sk);
+
+/*
  * shutdown(how) of a connection on SMC: the TCP connection stays whole (its
  * end is how the peer learns we are gone).  0 or a negative errno.
  */

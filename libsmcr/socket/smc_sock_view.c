@@ -1300,11 +1300,12 @@ void smcr_sock_fork_child(void)
  * This end left SMC and the peer's reply to its LEAVE is due
  * (conn/smc_leave.h): takes it if all of it came, without waiting, if the
  * process may (a seccomp filter may forbid a recvmsg that does not wait).
- * Called as the process writes, closes its last descriptor of the
+ * Called as the process writes, polls, closes its last descriptor of the
  * connection, or ends: a reply left unread when the kernel closes the
- * socket would make that close a reset.
+ * socket would make that close a reset, and one left in the socket would
+ * read as data to poll.
  */
-static void reply_drain(struct smcr_sock *sk)
+void smcr_sock_reply_drain(struct smcr_sock *sk)
 {
 	struct smc_conn *conn = &sk->conn;
 	int fd = conn->sock;
@@ -1826,7 +1827,7 @@ static void let_go(struct smcr_sock *sk, int fd)
 {
 	if (fd >= 0 && owes_letting_go(sk))
 		settle(sk, fd, false, 0, CALL_LETS_GO);
-	reply_drain(sk);
+	smcr_sock_reply_drain(sk);
 }
 
 /*
@@ -1938,7 +1939,7 @@ bool smcr_sock_takes(struct smcr_sock *sk, int fd, bool dontwait, bool sending)
 
 	if (phase == SMCR_SOCK_TCP) {   /* ours to read while our leave is not over */
 		if (sending)
-			reply_drain(sk);
+			smcr_sock_reply_drain(sk);
 		if (!sending && smc_leave_reads_ours(&sk->conn))
 			return true;
 		serve_no_more(sk, fd);

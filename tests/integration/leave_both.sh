@@ -11,6 +11,12 @@
 # own RMB out before the stream); test_ring's leave_both_at_once makes
 # that case every time.  Every byte must arrive once, in order, both
 # ways, both probes must live, and both ends must be counted as left.
+# Then the same rounds again with both probes waiting in a level-triggered
+# epoll_wait before each read of 1 KiB once confined (their filter allows
+# epoll and ppoll then): when both left at once, the bytes in each end's
+# RMB must be told readable until they are read out, though the kernel's
+# socket has none.  Before, such an end was handed back to the kernel at
+# its leave, and both waited for each other's next bytes.
 . "$(dirname "$0")/lib.sh"
 PORT=24720
 CHUNK=16384
@@ -20,16 +26,18 @@ start_smcrd "$PORT" 64
 # under ASan, no leak check at exit: it clones a thread, which the filter kills
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 
-for round in $(seq "$ROUNDS"); do
+for round in $(seq "$ROUNDS") $(seq "$ROUNDS" | sed s/^/epoll/); do
+	waits=()
+	[[ $round = epoll* ]] && waits=(epoll)
 	left_before=$(transport_counter left)
 	conns_before=$(transport_counter clients)
 	tcp_before=$(stats_counter tcp_bytes_in)
 	start_bg "listen$round" smcr "$BIN/leave_probe" --listen "$TEST_ADDR" "$PORT" "$BYTES" \
-		$((BYTES / 2))
+		$((BYTES / 2)) "${waits[@]}"
 	listener=$LAST_PID
 	wait_listen "$PORT" "$listener" || finish
 	run_mode smcr timeout 60 "$BIN/leave_probe" --connect "$TEST_ADDR" "$PORT" "$BYTES" \
-		$((BYTES / 2)) > "$WORK/connect$round.out" 2> "$WORK/connect$round.err"
+		$((BYTES / 2)) "${waits[@]}" > "$WORK/connect$round.out" 2> "$WORK/connect$round.err"
 	expect_eq "round $round: the connecting end's exit status (SIGSYS would be 159)" "$?" 0
 	stop_bg "$listener" - 30
 	expect_eq "round $round: the listening end's exit status" "$?" 0

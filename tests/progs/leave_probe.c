@@ -6,7 +6,7 @@
  * epoll) or socket call.
  *
  *   leave_probe HOST PORT BYTES
- *   leave_probe --listen|--connect HOST PORT BYTES AT
+ *   leave_probe --listen|--connect HOST PORT BYTES AT [epoll]
  *
  * Against an echo server: writes BYTES of a known pattern, reads half of
  * their echo back, installs the filter, then writes BYTES more and reads
@@ -21,6 +21,11 @@
  * each way at a time, and installs the filter once it sent AT bytes (a
  * multiple of the chunk), before it reads the other's chunk of that step,
  * which is likely in its buffer by then.  Prints "confined", then "stream exact: N bytes each way".
+ * With "epoll", once confined it waits in epoll_wait (level-triggered,
+ * the socket added before the filter, which then allows epoll and ppoll
+ * too) before each read, and reads at most 1 KiB at a time: bytes that
+ * wait where the kernel cannot see them (an RMB read out after both ends
+ * left at once) must be told again and again, or it waits 10 s and says so.
  */
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -32,12 +37,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #define CHUNK 16384
+#define EPOLL_READ 1024
+#define EPOLL_WAIT_MS 10000
+
+/* With "epoll": the instance a confined end waits in before each read (-1: none). */
+static int waits_in = -1;
+static bool confined;
 
 /* Byte i of the stream: a pattern no shift or repeat of it matches. */
 static uint8_t pattern(uint64_t i)
@@ -50,9 +62,10 @@ static uint8_t pattern(uint64_t i)
 #define ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
 		  BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 
-/* Allows what reading, writing, memory and exiting need; kills on anything else. */
+/* Allows what reading, writing, memory and exiting need (and waiting, with "epoll"); kills on anything else. */
 static int confine(void)
 {
+	int waits = waits_in >= 0;
 	struct sock_filter filter[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
@@ -64,6 +77,9 @@ static int confine(void)
 		ALLOW(SYS_rt_sigprocmask), ALLOW(SYS_fstat), ALLOW(SYS_newfstatat), ALLOW(SYS_getpid),
 		ALLOW(SYS_gettid), ALLOW(SYS_clock_gettime), ALLOW(SYS_nanosleep),
 		ALLOW(SYS_prctl),       /* the sanitizers' runtime asks after the filter */
+		/* without "epoll", a number no call has: nothing more allowed */
+		ALLOW(waits ? SYS_epoll_wait : -1u), ALLOW(waits ? SYS_epoll_pwait : -1u),
+		ALLOW(waits ? SYS_epoll_ctl : -1u), ALLOW(waits ? SYS_ppoll : -1u),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 	};
 	const struct sock_fprog prog = { .len = sizeof(filter) / sizeof(filter[0]), .filter = filter };
@@ -107,13 +123,33 @@ static int put(int fd, uint64_t *sent, uint64_t n)
 	return 1;
 }
 
+/* Confined with "epoll": how much the next read may take once epoll says so; 0: it did not. */
+static size_t may_read(int fd, uint64_t n, uint64_t got)
+{
+	struct epoll_event ev;
+
+	if (!confined || waits_in < 0)
+		return n < CHUNK ? (size_t)n : CHUNK;
+	if (epoll_wait(waits_in, &ev, 1, EPOLL_WAIT_MS) != 1 || ev.data.fd != fd) {
+		printf("epoll told nothing for %d s with %llu bytes to come from byte %llu\n",
+		       EPOLL_WAIT_MS / 1000, (unsigned long long)n, (unsigned long long)got);
+		return 0;
+	}
+	return n < EPOLL_READ ? (size_t)n : EPOLL_READ;
+}
+
 /* Reads n echoed bytes from *got on and checks them; false, said, on a difference. */
 static int take(int fd, uint64_t *got, uint64_t n)
 {
 	uint8_t buf[CHUNK];
 
 	while (n > 0) {
-		ssize_t r = read(fd, buf, n < CHUNK ? (size_t)n : CHUNK);
+		size_t len = may_read(fd, n, *got);
+		ssize_t r;
+
+		if (!len)
+			return 0;
+		r = read(fd, buf, len);
 
 		if (r <= 0) {
 			printf("echo ended at byte %llu (%s)\n", (unsigned long long)*got,
@@ -152,12 +188,26 @@ static int accept_one(const char *host, const char *port)
 	return fd;
 }
 
+/* "epoll": fd goes into a new instance, level-triggered, before any filter. */
+static int watch(int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	waits_in = epoll_create1(EPOLL_CLOEXEC);
+	if (waits_in < 0 || epoll_ctl(waits_in, EPOLL_CTL_ADD, fd, &ev) != 0) {
+		perror("leave_probe: epoll");
+		return 0;
+	}
+	return 1;
+}
+
 static int confine_said(void)
 {
 	if (confine()) {
 		perror("leave_probe: the filter");
 		return 0;
 	}
+	confined = true;
 	printf("confined\n");
 	fflush(stdout);
 	return 1;
@@ -193,16 +243,17 @@ static int both_ends(int fd, uint64_t bytes, uint64_t at)
 
 int main(int argc, char **argv)
 {
-	bool peer = argc == 6 && (!strcmp(argv[1], "--listen") || !strcmp(argv[1], "--connect"));
+	bool peer = (argc == 6 || (argc == 7 && !strcmp(argv[6], "epoll"))) &&
+		    (!strcmp(argv[1], "--listen") || !strcmp(argv[1], "--connect"));
 	char **arg = argv + peer;
 	uint64_t bytes, at = 0, sent = 0, got = 0;
 	int fd;
 
-	if (argc != 4 + 2 * peer || (bytes = strtoull(arg[3], NULL, 10)) < 2 * CHUNK ||
+	if (argc != 4 + 2 * peer + (argc == 7) || (bytes = strtoull(arg[3], NULL, 10)) < 2 * CHUNK ||
 	    (peer && ((at = strtoull(arg[4], NULL, 10)) % CHUNK || at >= bytes))) {
 		fprintf(stderr, "usage: leave_probe HOST PORT BYTES (at least %d)\n"
 			"       leave_probe --listen|--connect HOST PORT BYTES AT (a multiple "
-			"of %d, below BYTES)\n", 2 * CHUNK, CHUNK);
+			"of %d, below BYTES) [epoll]\n", 2 * CHUNK, CHUNK);
 		return 2;
 	}
 	fd = peer && !strcmp(argv[1], "--listen") ? accept_one(arg[1], arg[2]) :
@@ -211,6 +262,8 @@ int main(int argc, char **argv)
 		perror("leave_probe: the connection");
 		return 1;
 	}
+	if (argc == 7 && !watch(fd))
+		return 1;
 	if (peer)
 		return both_ends(fd, bytes, at);
 	if (!put(fd, &sent, bytes) || !take(fd, &got, bytes / 2) || !confine_said())

@@ -68,7 +68,8 @@
 struct smcr_sock {
 	_Atomic int phase;              /* enum smcr_sock_phase */
 	_Atomic unsigned int mask;      /* what smcr_sock_poll() says on SMC */
-	_Atomic bool left_rmb_unread;    /* left at once with the peer, our RMB not read out */
+	_Atomic bool left_reads_ours;    /* on TCP, reads still ours: our LEAVE's reply
+					    to come, or our RMB not read out */
 	_Atomic unsigned int setup_mask; /* and before: POLLOUT for a client none of whose
 					    sends found the CLC exchange unfinished */
 	_Atomic uint32_t events;
@@ -156,9 +157,9 @@ unsigned int smcr_sock_poll(struct smcr_sock *sk)
 						       : atomic_load(&sk->mask);
 }
 
-bool smcr_sock_left_rmb_unread(struct smcr_sock *sk)
+bool smcr_sock_left_reads_ours(struct smcr_sock *sk)
 {
-	return atomic_load(&sk->left_rmb_unread);
+	return atomic_load(&sk->left_reads_ours);
 }
 
 uint32_t smcr_sock_events(struct smcr_sock *sk)
@@ -761,6 +762,85 @@ static void poll_woken(void **state)
 	conn_close(&c);
 }
 
+/*
+ * The reply to our LEAVE is still to come: what is readable is ours to say
+ * (smcr_sock_left_reads_ours), and the reply comes on the TCP socket.
+ * Starts body on w->fd, lets it fall asleep, then lets the reply come
+ * with bytes of the peer's in our RMB behind it (both ends left at once).
+ * The sleeper must wake at the reply and see them.
+ */
+static uint32_t leave_reply_wakes(struct waiter *w, void *(*body)(void *), struct conn *c)
+{
+	static const char reply[28];
+
+	atomic_store(&c->sk->phase, SMCR_SOCK_TCP);
+	atomic_store(&c->sk->left_reads_ours, true);
+	atomic_store(&c->sk->mask, 0);
+	phase_changed(c->fd);
+	assert_int_equal(pthread_create(&w->thread, NULL, body, w), 0);
+	assert_true(wait_asleep(w));
+	atomic_store(&c->sk->mask, POLLIN);
+	assert_int_equal(write(c->peer, reply, sizeof(reply)), (ssize_t)sizeof(reply));
+	assert_int_equal(pthread_join(w->thread, NULL), 0);
+	assert_true(w->ms < GUARD_MS);
+	assert_int_equal(w->rc, 1);
+	return w->got;
+}
+
+/*
+ * A member that left SMC stays ours until its leave is over: told readable
+ * (level-triggered) while our RMB holds bytes of the peer's, which the
+ * kernel knows nothing of; then handed back.
+ */
+static void epoll_member_ours_until_leave_over(void **state)
+{
+	struct conn c = conn_open(SMCR_SOCK_SMC, 0);
+	struct waiter w = { .fd = ep_new() };
+	char buf[64];
+	int polls;
+
+	(void)state;
+	assert_int_equal(ep_ctl(w.fd, EPOLL_CTL_ADD, c.fd, EPOLLIN, DATA_A), 0);
+	assert_int_equal(leave_reply_wakes(&w, epoll_waiter, &c), EPOLLIN);
+	assert_int_equal(w.ev.data.u64, DATA_A);
+	assert_int_equal(read(c.fd, buf, sizeof(buf)), 28);     /* the reply, taken */
+	assert_int_equal(ep_one(w.fd, DATA_A, 0), EPOLLIN);      /* the RMB still holds some */
+	assert_int_equal(ep_one(w.fd, DATA_A, 0), EPOLLIN);
+	atomic_store(&c.sk->left_reads_ours, false);            /* read out */
+	atomic_store(&c.sk->mask, 0);
+	assert_int_equal(ep_one(w.fd, DATA_A, 0), 0);
+	polls = atomic_load(&c.sk->polls);
+	assert_int_equal(write(c.peer, "x", 1), 1);             /* the kernel's word now */
+	assert_int_equal(ep_one(w.fd, DATA_A, GUARD_MS), EPOLLIN);
+	assert_int_equal(atomic_load(&c.sk->polls), polls);
+	ep_close(w.fd);
+	conn_close(&c);
+}
+
+/* Edge-triggered too: the reply's edge on the TCP socket is news to look at. */
+static void epoll_edge_member_woken_by_leave_reply(void **state)
+{
+	struct conn c = conn_open(SMCR_SOCK_SMC, 0);
+	struct waiter w = { .fd = ep_new() };
+
+	(void)state;
+	assert_int_equal(ep_ctl(w.fd, EPOLL_CTL_ADD, c.fd, EPOLLIN | EPOLLET, DATA_A), 0);
+	assert_int_equal(ep_one(w.fd, DATA_A, 0), 0);
+	assert_int_equal(leave_reply_wakes(&w, epoll_waiter, &c), EPOLLIN);
+	ep_close(w.fd);
+	conn_close(&c);
+}
+
+static void poll_woken_by_leave_reply(void **state)
+{
+	struct conn c = conn_open(SMCR_SOCK_SMC, 0);
+	struct waiter w = { .fd = c.fd };
+
+	(void)state;
+	assert_int_equal(leave_reply_wakes(&w, poll_waiter, &c), POLLIN);
+	conn_close(&c);
+}
+
 static void timeouts_return_zero(void **state)
 {
 	struct conn c = conn_open(SMCR_SOCK_SMC, POLLOUT);
@@ -1186,6 +1266,9 @@ int main(void)
 		cmocka_unit_test(epoll_app_data_like_ours_closed),
 		cmocka_unit_test(epoll_wait_woken),
 		cmocka_unit_test(poll_woken),
+		cmocka_unit_test(epoll_member_ours_until_leave_over),
+		cmocka_unit_test(epoll_edge_member_woken_by_leave_reply),
+		cmocka_unit_test(poll_woken_by_leave_reply),
 		cmocka_unit_test(timeouts_return_zero),
 		cmocka_unit_test(poll_bits_beside_a_pipe),
 		cmocka_unit_test(select_bits_beside_a_pipe),
