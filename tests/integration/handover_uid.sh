@@ -200,7 +200,7 @@ expect_eq "acceptor exit status" "$?" 0
 grep "^(of those" "$WORK/acceptor.out"
 stop_bg "$honest" -
 expect_eq "honest worker exit status" "$?" 0
-stop_bg "$hostile"
+stop_bg "$hostile" - 30        # it exits once the acceptor hung up on it
 expect_eq "the hostile worker rewrote shared mappings, each time" \
 	"$(grep -cE '^rewrote [0-9]+ memfds, [1-9][0-9]* shared mappings' "$WORK/hostile.out")" "$HOSTILE"
 tail -n 1 "$WORK/hostile.out"
