@@ -470,7 +470,8 @@ void smc_rdma_link_poll(struct smc_rdma_link *link)
 /*
  * Tries of cq_lock, each after a pause, before a thread that may not wait
  * for it gives up: tens of milliseconds, time for a holder that was
- * preempted to run again.  Counted, not timed: a clock read may be a
+ * preempted to run again.  Counted, not timed, and without a sleep
+ * (hence not smcr_sys_trylock_for): a clock read or a nanosleep may be a
  * system call the filter forbids too.
  */
 #define CQ_LOCK_TRIES (1u << 20)
